@@ -1,0 +1,52 @@
+"""The app shell: tabs, header, help screen, quitting."""
+
+from __future__ import annotations
+
+from textual.widgets import TabbedContent
+
+from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.header import StatusHeader
+from tfgpu_tui.ui.help_screen import HelpScreen
+from tfgpu_tui.ui.messages import AlertsChanged
+
+
+async def test_tabs_switch_with_number_keys() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        tabs = app.query_one(TabbedContent)
+        assert tabs.active == "monitor"
+        for key, tab_id in (("1", "environment"), ("3", "training"), ("4", "probe"), ("2", "monitor")):
+            await pilot.press(key)
+            assert tabs.active == tab_id
+
+
+async def test_help_screen_opens_and_closes() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_header_shows_most_urgent_alert_across_tabs() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        app.post_message(AlertsChanged("a", [Alert("x", Severity.WARNING, "minor thing")]))
+        app.post_message(AlertsChanged("b", [Alert("y", Severity.CRITICAL, "on fire")]))
+        await pilot.pause()
+        header = app.query_one(StatusHeader)
+        rendered = str(header.render())
+        assert "on fire" in rendered and "+1 more" in rendered and "SIMULATED" in rendered
+        app.post_message(AlertsChanged("b", []))
+        await pilot.pause()
+        assert "minor thing" in str(header.render())
+
+
+async def test_q_quits() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        await pilot.press("q")
+    assert app.return_code == 0

@@ -1,0 +1,1 @@
+"""Is my environment right? Driver, TensorFlow build, CUDA libraries -> findings with fixes."""

@@ -1,0 +1,93 @@
+"""The Textual app: a status header, four tabs, a footer with the keys that matter."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from tfgpu_tui.alerts import Alert, most_urgent
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.batch_probe import BatchProbeTab
+from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.header import StatusHeader
+from tfgpu_tui.ui.help_screen import HelpScreen
+from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, ShowTab
+from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.training import TrainingTab
+
+TAB_CLASSES: tuple[type[DashboardTab], ...] = (EnvironmentTab, MonitorTab, TrainingTab, BatchProbeTab)
+
+
+class TfgpuApp(App[None]):
+    """tfgpu-tui's dashboard."""
+
+    TITLE = "tfgpu-tui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("1", "show_tab('environment')", "Environment", show=False),
+        Binding("2", "show_tab('monitor')", "Monitor", show=False),
+        Binding("3", "show_tab('training')", "Training", show=False),
+        Binding("4", "show_tab('probe')", "Batch probe", show=False),
+    ]
+
+    def __init__(self, settings: Settings | None = None, initial_tab: str = "monitor") -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.initial_tab = initial_tab
+        self._alerts_by_source: dict[str, list[Alert]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader()
+        with TabbedContent(initial=self.initial_tab):
+            for tab_class in TAB_CLASSES:
+                with TabPane(tab_class.TAB_TITLE, id=tab_class.TAB_ID):
+                    yield tab_class(self.settings)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(StatusHeader).simulated = self.settings.demo
+        self.call_after_refresh(self._focus_active_tab)
+
+    @property
+    def all_alerts(self) -> list[Alert]:
+        """Every tab's current alerts, most urgent first."""
+        alerts = [alert for alerts in self._alerts_by_source.values() for alert in alerts]
+        return sorted(alerts, key=lambda alert: alert.severity, reverse=True)
+
+    def on_alerts_changed(self, message: AlertsChanged) -> None:
+        self._alerts_by_source[message.source] = list(message.alerts)
+        alerts = self.all_alerts
+        header = self.query_one(StatusHeader)
+        header.alert = most_urgent(alerts)
+        header.alert_count = len(alerts)
+
+    def on_gpu_count_changed(self, message: GpuCountChanged) -> None:
+        header = self.query_one(StatusHeader)
+        header.gpu_count = message.count
+        header.simulated = message.simulated
+        header.no_gpu_reason = message.reason
+
+    def on_show_tab(self, message: ShowTab) -> None:
+        self.action_show_tab(message.tab_id)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.call_after_refresh(self._focus_active_tab)
+
+    def _focus_active_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        pane = tabs.get_pane(tabs.active) if tabs.active else None
+        if pane is not None:
+            pane.query_one(DashboardTab).focus_default()
+
+    def action_show_tab(self, tab_id: str) -> None:
+        """Switch to the tab with this pane id."""
+        self.query_one(TabbedContent).active = tab_id
+
+    def action_help(self) -> None:
+        """Show every key binding, grouped by tab."""
+        sections = [("Everywhere", list(self.BINDINGS))]
+        sections += [(tab.TAB_TITLE, list(tab.BINDINGS)) for tab in self.query(DashboardTab)]
+        self.push_screen(HelpScreen(sections))

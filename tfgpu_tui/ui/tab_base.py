@@ -1,0 +1,31 @@
+"""The base class of the four tabs: shared settings, and where focus goes when the tab opens."""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+
+from tfgpu_tui.settings import Settings
+
+
+class DashboardTab(Vertical):
+    """One tab's body. Subclasses declare their own BINDINGS; they are active (and shown in the
+    footer and the help screen) while focus is inside the tab."""
+
+    DEFAULT_CSS = """
+    DashboardTab { height: 1fr; }
+    """
+    TAB_ID: str = ""
+    TAB_TITLE: str = ""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(id=f"{self.TAB_ID}-tab")
+        self.settings = settings
+
+    def focus_default(self) -> None:
+        """Give focus to the tab's main widget: its first focusable descendant, else itself."""
+        for widget in self.query("*"):
+            if widget.focusable:
+                widget.focus()
+                return
+        if self.focusable:
+            self.focus()
