@@ -50,3 +50,16 @@ async def test_q_quits() -> None:
     async with app.run_test() as pilot:
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_command_palette_switches_tab() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for char in "Show Training":
+            await pilot.press("space" if char == " " else char)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "training"

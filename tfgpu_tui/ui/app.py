@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
+from collections.abc import Iterable
+from functools import partial
+
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tfgpu_tui.alerts import Alert, most_urgent
@@ -91,3 +95,32 @@ class TfgpuApp(App[None]):
         sections = [("Everywhere", list(self.BINDINGS))]
         sections += [(tab.TAB_TITLE, list(tab.BINDINGS)) for tab in self.query(DashboardTab)]
         self.push_screen(HelpScreen(sections))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Command palette (ctrl+p) entries: Textual's own, a switch to each tab, and every tab action."""
+        yield from super().get_system_commands(screen)
+        for tab in self.query(DashboardTab):
+            title = tab.TAB_TITLE
+            yield SystemCommand(
+                f"Show {title}", f"Switch to the {title} tab", partial(self.action_show_tab, tab.TAB_ID)
+            )
+            for action, description in tab_actions(tab):
+                yield SystemCommand(
+                    f"{tab.TAB_TITLE}: {description}",
+                    f"Runs on the {tab.TAB_TITLE} tab",
+                    partial(self._run_tab_action, tab, action),
+                )
+
+    async def _run_tab_action(self, tab: DashboardTab, action: str) -> None:
+        self.action_show_tab(tab.TAB_ID)
+        await tab.run_action(action)
+
+
+def tab_actions(tab: DashboardTab) -> list[tuple[str, str]]:
+    """(action, description) for each described binding of a tab, without repeats."""
+    seen: dict[str, str] = {}
+    for item in tab.BINDINGS:
+        binding = item if isinstance(item, Binding) else Binding(*item)
+        if binding.description and binding.action not in seen:
+            seen[binding.action] = binding.description
+    return list(seen.items())
