@@ -1,0 +1,147 @@
+"""Plain dataclasses for GPU and process state: what every source produces and every face reads.
+
+Fallible fields are ``None`` plus a reason (in ``unavailable``), never sentinel numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tfgpu_tui.alerts import Alert
+
+
+@dataclass(frozen=True)
+class NvmlUnavailable:
+    """Why there is nothing to monitor, and what to do about it."""
+
+    kind: str  # library_not_found | driver_not_loaded | version_mismatch | no_permission | unknown
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """Facts about the driver, read once at start."""
+
+    driver_version: str | None
+    cuda_driver_version: str | None  # newest CUDA the driver supports, e.g. "12.4"
+    nvml_version: str | None
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Static facts about one GPU, read once and cached."""
+
+    index: int
+    name: str
+    uuid: str | None
+    memory_total_mib: float | None
+    power_limit_w: float | None
+    compute_capability: tuple[int, int] | None
+    persistence_mode: bool | None
+
+
+@dataclass(frozen=True)
+class DeviceSample:
+    """One sample of one GPU's live readings. ``None`` means not available; ``unavailable`` says why."""
+
+    index: int
+    name: str
+    utilization_percent: float | None
+    memory_used_mib: float | None
+    memory_total_mib: float | None
+    temperature_c: float | None
+    power_w: float | None
+    power_limit_w: float | None
+    fan_percent: float | None
+    sm_clock_mhz: float | None
+    performance_state: int | None
+    lost: bool = False
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def memory_percent(self) -> float | None:
+        """Used memory as a percentage of total, when both are known."""
+        if self.memory_used_mib is None or not self.memory_total_mib:
+            return None
+        return 100.0 * self.memory_used_mib / self.memory_total_mib
+
+
+class HostState(Enum):
+    """Whether a GPU process could be looked up on this host."""
+
+    OK = "ok"
+    NO_SUCH_PROCESS = "no such process"
+    NO_PERMISSION = "no permission"
+    ZOMBIE = "zombie"
+    OTHER_NAMESPACE = "not visible from this PID namespace (the container needs --pid=host)"
+
+
+@dataclass(frozen=True)
+class JupyterKernel:
+    """A Jupyter kernel recognised from its command line, and its notebook when the server told us."""
+
+    kernel_id: str
+    notebook_path: str | None = None
+    why_unknown: str = ""
+    execution_state: str | None = None
+    last_activity: str | None = None
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """What makes a process the same one: its PID and its start time (guards against PID reuse)."""
+
+    pid: int
+    create_time: float | None
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    """One process holding a GPU context (or a TensorFlow process on the CPU), with host details."""
+
+    pid: int
+    gpu_index: int | None  # None: a TensorFlow process that holds no GPU memory
+    gpu_memory_mib: float | None
+    sm_percent: float | None
+    host_state: HostState
+    user: str | None = None
+    uid: int | None = None
+    command: str | None = None
+    cpu_percent: float | None = None
+    host_memory_mib: float | None = None
+    running_seconds: float | None = None
+    create_time: float | None = None
+    tensorflow_loaded: bool | None = None
+    jupyter: JupyterKernel | None = None
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        return ProcessIdentity(self.pid, self.create_time)
+
+
+@dataclass(frozen=True)
+class HostStats:
+    """The host's own CPU and memory, shown even when there is no GPU."""
+
+    cpu_percent: float
+    cpu_count: int
+    memory_used_mib: float
+    memory_total_mib: float
+    load_average: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one refresh knows; the monitor tab, the header, alerts and `gpus --json` read it."""
+
+    timestamp: float
+    simulated: bool
+    error: NvmlUnavailable | None
+    driver: DriverInfo | None
+    devices: list[DeviceSample]
+    processes: list[ProcessRow]
+    host: HostStats | None
+    alerts: list[Alert]
+    sample_ms: float = 0.0
