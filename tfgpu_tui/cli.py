@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tfgpu_tui import __version__
 from tfgpu_tui.commands import COMMAND_MODULES
+from tfgpu_tui.config_file import apply_config, load_config
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 
@@ -62,8 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings for this run: defaults overridden by whatever the command line gave."""
-    settings = Settings()
+    """Settings for this run: defaults, overridden by the settings file, overridden by the command line.
+
+    Problems in the settings file are kept in `settings.config_warnings` (the app notifies them);
+    subcommands also print them to stderr."""
+    settings = apply_config(Settings(), load_config())
+    if getattr(args, "command", None) is not None:
+        for warning in settings.config_warnings:
+            print(f"tfgpu-tui: warning: {warning}", file=sys.stderr)
     if getattr(args, "interval", None) is not None:
         settings.interval = args.interval
     settings.readonly = settings.readonly or bool(getattr(args, "readonly", False))

@@ -4,7 +4,7 @@ the config file and the command line (in that order of precedence, lowest first)
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MIN_INTERVAL_SECONDS = 0.25
@@ -32,6 +32,8 @@ class Settings:
     probe_timeout_seconds: float = 120.0
     # Batch probe tab
     probe_budget_mb: int | None = None
+    # Settings file: one line per problem found in it (the app shows them as notifications)
+    config_warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.interval < MIN_INTERVAL_SECONDS:

@@ -53,6 +53,8 @@ class TfgpuApp(App[None]):
 
     def on_mount(self) -> None:
         self.query_one(StatusHeader).simulated = self.settings.demo
+        for warning in self.settings.config_warnings:
+            self.notify(warning, title="Settings file", severity="warning", timeout=15)
         self.call_after_refresh(self._focus_active_tab)
 
     @property

@@ -1,0 +1,262 @@
+"""`tfgpu-tui serve --demo` seen from a real headless Chromium: the dashboard renders in the page.
+
+The browser is driven over the Chrome DevTools protocol on a pipe (`--remote-debugging-pipe`, stdlib only).
+The page draws the terminal on a canvas, so the text is read from xterm.js's own screen buffer: the
+terminal object is found through the page script's closure (`window.onresize`) and `Runtime.queryObjects`.
+A screenshot is saved to `artifacts/serve_browser.png`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+TAB_NAMES = ("Environment", "Monitor", "Training", "Batch probe")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,900",
+    "--remote-debugging-pipe",
+)
+# Reads the visible rows of the page's xterm.js terminal; `this` is the array from Runtime.queryObjects.
+READ_SCREEN_JS = """function () {
+  const terminal = this.map((session) => session.terminal).find((t) => t && t.buffer);
+  if (!terminal) return null;
+  const buffer = terminal.buffer.active, rows = [];
+  for (let y = 0; y < terminal.rows; y++) {
+    const line = buffer.getLine(buffer.viewportY + y);
+    rows.push(line ? line.translateToString(true) : "");
+  }
+  return rows.join("\\n");
+}"""
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason=f"no headless browser: {CHROMIUM} not installed (apt-get install chromium)",
+)
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group (server + its per-session app processes), then SIGKILL what is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+
+
+def wait_for_http(url: str, process: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"tfgpu-tui serve exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    pytest.fail(f"tfgpu-tui serve did not answer on {url} within {timeout:.0f} s")
+
+
+class DevTools:
+    """A minimal Chrome DevTools protocol client over Chromium's debugging pipe (fds 3 and 4)."""
+
+    def __init__(self, user_data_dir: Path) -> None:
+        to_browser_read, self._write_fd = os.pipe()
+        self._read_fd, from_browser_write = os.pipe()
+
+        def wire_pipes() -> None:  # in the child: fd 3 = commands in, fd 4 = replies out (inheritable)
+            commands, replies = os.dup(to_browser_read), os.dup(from_browser_write)
+            os.dup2(commands, 3)
+            os.dup2(replies, 4)
+
+        self.process = subprocess.Popen(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}", "about:blank"],
+            preexec_fn=wire_pipes,
+            close_fds=False,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_browser_read)
+        os.close(from_browser_write)
+        self._pending = b""
+        self._last_id = 0
+        self.session_id: str | None = None
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Send one command (to the attached page, once attached) and return its result."""
+        self._last_id += 1
+        message: dict[str, Any] = {"id": self._last_id, "method": method, "params": params or {}}
+        if self.session_id is not None:
+            message["sessionId"] = self.session_id
+        os.write(self._write_fd, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self._pending:
+                raw, self._pending = self._pending.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self._last_id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply["result"]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"Chromium did not answer {method} within {timeout} s")
+            if select.select([self._read_fd], [], [], remaining)[0]:
+                chunk = os.read(self._read_fd, 1 << 20)
+                if not chunk:
+                    raise EOFError("Chromium closed the debugging pipe")
+                self._pending += chunk
+
+    def open_page(self, url: str) -> None:
+        target = self.call("Target.createTarget", {"url": "about:blank"})
+        attached = self.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
+        self.session_id = attached["sessionId"]
+        self.call("Page.navigate", {"url": url})
+
+    def evaluate(self, expression: str) -> dict[str, Any]:
+        return self.call("Runtime.evaluate", {"expression": expression})["result"]
+
+    def properties(self, object_id: str) -> dict[str, Any]:
+        return self.call("Runtime.getProperties", {"objectId": object_id, "ownProperties": True})
+
+    def terminal_text(self) -> str | None:
+        """The terminal's visible text, or None while the page has no terminal yet."""
+        resize = self.evaluate("window.onresize")
+        if "objectId" not in resize:
+            return None
+        internals = self.properties(resize["objectId"]).get("internalProperties", [])
+        scopes = next(p["value"]["objectId"] for p in internals if p["name"] == "[[Scopes]]")
+        for scope in self.properties(scopes)["result"]:
+            if "objectId" not in scope.get("value", {}):
+                continue
+            for variable in self.properties(scope["value"]["objectId"])["result"]:
+                value = variable.get("value", {})
+                if value.get("type") == "function" and "this.terminal=" in value.get("description", ""):
+                    prototype = self.call(
+                        "Runtime.callFunctionOn",
+                        {
+                            "objectId": value["objectId"],
+                            "functionDeclaration": "function () { return this.prototype }",
+                        },
+                    )["result"]
+                    instances = self.call(
+                        "Runtime.queryObjects", {"prototypeObjectId": prototype["objectId"]}
+                    )
+                    text = self.call(
+                        "Runtime.callFunctionOn",
+                        {
+                            "objectId": instances["objects"]["objectId"],
+                            "functionDeclaration": READ_SCREEN_JS,
+                            "returnByValue": True,
+                        },
+                    )["result"]
+                    return text.get("value")
+        raise AssertionError(
+            "the page has no xterm.js terminal session object (did textual-serve's page change?)"
+        )
+
+    def screenshot(self, path: Path) -> None:
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        for fd in (self._write_fd, self._read_fd):
+            os.close(fd)
+        stop_process_group(self.process)
+
+
+@dataclass
+class ServedDashboard:
+    url: str
+    log: Path
+
+    def log_tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-25:])
+
+
+@pytest.fixture
+def served_dashboard(tmp_path: Path) -> Iterator[ServedDashboard]:
+    """`tfgpu-tui serve --demo` on a free loopback port; the whole process group is stopped afterwards."""
+    port = free_loopback_port()
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("TFGPU_TUI_CONFIG", None)
+    served = ServedDashboard(f"http://127.0.0.1:{port}/", tmp_path / "serve.log")
+    with served.log.open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tfgpu_tui", "serve", "--demo", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_http(served.url, server)
+        yield served
+    finally:
+        stop_process_group(server)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[DevTools]:
+    devtools = DevTools(tmp_path / "chromium-profile")
+    try:
+        yield devtools
+    finally:
+        devtools.close()
+        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+def test_browser_shows_the_dashboard(served_dashboard: ServedDashboard, browser: DevTools) -> None:
+    browser.open_page(served_dashboard.url)
+    deadline = time.monotonic() + 20
+    text = None
+    while time.monotonic() < deadline:
+        text = browser.terminal_text()
+        if text and all(name in text for name in TAB_NAMES):
+            break
+        time.sleep(0.25)
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.screenshot(ARTIFACTS / "serve_browser.png")
+    (ARTIFACTS / "serve_browser.txt").write_text(text or "", encoding="utf-8")
+    missing = [name for name in TAB_NAMES if name not in (text or "")]
+    assert not missing, (
+        f"tabs {missing} not on the served screen:\n{text}\n--- server log:\n{served_dashboard.log_tail()}"
+    )
+    assert "SIMULATED" in text, f"--demo did not reach the served session:\n{text}"
