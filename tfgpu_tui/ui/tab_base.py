@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.containers import Vertical
+from textual.widgets import Input, TextArea
 
 from tfgpu_tui.settings import Settings
 
@@ -22,10 +23,14 @@ class DashboardTab(Vertical):
         self.settings = settings
 
     def focus_default(self) -> None:
-        """Give focus to the tab's main widget: its first focusable descendant, else itself."""
-        for widget in self.query("*"):
-            if widget.focusable:
+        """Give focus to the tab's main widget: its first focusable descendant that does not take text
+        (so that the app's keys, such as 1-4 to switch tabs, keep working), else itself."""
+        focusable = [widget for widget in self.query("*") if widget.focusable]
+        for widget in focusable:
+            if not isinstance(widget, (Input, TextArea)):
                 widget.focus()
                 return
         if self.focusable:
             self.focus()
+        elif focusable:
+            focusable[0].focus()
