@@ -1,17 +1,152 @@
-"""`tfgpu-tui log` (placeholder until its issue lands)."""
+"""`tfgpu-tui log PATH [--json] [--follow]`: a training log's epochs, current state and problems."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from tfgpu_tui.alerts import Severity
+from tfgpu_tui.training.report import epoch_row, format_value, metric_names, status_text
+from tfgpu_tui.training.run import TrainingRun, format_seconds
+from tfgpu_tui.training.watch import LogWatch
+
+FOLLOW_POLL_SECONDS = 0.5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `log` subcommand."""
-    parser = subparsers.add_parser("log", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "log",
+        help="summarise a training log (Keras progress, errors, NaN, OOM)",
+        description="Parse a Keras training log (verbose=1 or 2, Keras 2 or 3, or JsonLinesLogger output) "
+        "and print its epochs, current state and problems. Exit code: 0 ok, 1 a critical problem was found, "
+        "2 the file cannot be read.",
+    )
+    parser.add_argument("path", type=Path, metavar="PATH", help="the log file, e.g. train.log")
+    parser.add_argument("--json", action="store_true", help="print JSON (with --follow: one object per line)")
+    parser.add_argument(
+        "--follow", action="store_true", help="keep following the file like tail -F (Ctrl-C stops)"
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    print("tfgpu-tui log: not built yet")
-    return 2
+    """Summarise (and optionally follow) the log."""
+    path: Path = args.path
+    if path.is_dir():
+        print(f"tfgpu-tui log: {path} is a directory, not a log file", file=sys.stderr)
+        return 2
+    if not args.follow and not path.exists():
+        print(f"tfgpu-tui log: {path} does not exist (use --follow to wait for it)", file=sys.stderr)
+        return 2
+    try:
+        watch = LogWatch(path)
+        watch.read_all()
+    except OSError as error:
+        print(f"tfgpu-tui log: cannot read {path}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        if args.follow:
+            return follow(watch, args.json)
+        if args.json:
+            print(json.dumps(watch.run.as_dict(), indent=2))
+        else:
+            print(summary_text(watch.run, path))
+        return exit_code(watch.run)
+    finally:
+        watch.close()
+
+
+def exit_code(run: TrainingRun) -> int:
+    """1 when a critical problem was found, else 0."""
+    return 1 if any(p.severity is Severity.CRITICAL for p in run.problem_list()) else 0
+
+
+def table(rows: list[list[str]]) -> str:
+    """Left-aligned first column, right-aligned others."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
+
+
+def summary_text(run: TrainingRun, path: Path) -> str:
+    """The human-readable report."""
+    out = [f"{path}", f"Now: {status_text(run)}"]
+    if run.epochs:
+        names = metric_names(run.epochs)
+        show_run = len({e.fit_run for e in run.epochs}) > 1
+        header = (["fit"] if show_run else []) + ["epoch", "time", *names]
+        out += ["", table([header, *(epoch_row(e, names, show_run) for e in run.epochs)])]
+    problems = run.problem_list()
+    out.append("")
+    out.append("Problems:" if problems else "Problems: none found")
+    for problem in problems:
+        where = f" (line {problem.line_number})" if problem.line_number else ""
+        times = f" x{problem.count}" if problem.count > 1 else ""
+        out.append(f"  [{problem.severity.name.lower()}] {problem.id}{where}{times}: {problem.message}")
+        if problem.fix:
+            out.append(f"      fix: {problem.fix}")
+    return "\n".join(out)
+
+
+def follow(watch: LogWatch, as_json: bool) -> int:
+    """Print the state, then new epochs and problems as they appear, until Ctrl-C."""
+    if watch.state.value == "waiting":
+        print(f"waiting for {watch.path} to appear ...", file=sys.stderr, flush=True)
+    emit = _json_emitter() if as_json else _text_emitter(watch)
+    seen_epochs = 0 if as_json else len(watch.run.epochs)
+    seen_problems: set[str] = set() if as_json else {p.id for p in watch.run.problem_list()}
+    if as_json:
+        print(json.dumps({"type": "state", **watch.run.as_dict()}), flush=True)
+        seen_epochs = len(watch.run.epochs)
+        seen_problems = {p.id for p in watch.run.problem_list()}
+    watch.events.clear()  # already reflected in the state printed above
+    while True:
+        watch.poll()
+        for event in watch.events:
+            emit("file", {"event": event, "path": str(watch.path)})
+        watch.events.clear()
+        for epoch in watch.run.epochs[seen_epochs:]:
+            emit("epoch", epoch.as_dict())
+        seen_epochs = len(watch.run.epochs)
+        for problem in watch.run.problem_list(watch.idle_seconds()):
+            if problem.id not in seen_problems:
+                seen_problems.add(problem.id)
+                emit("problem", problem.as_dict())
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _json_emitter():
+    def emit(kind: str, data: dict) -> None:
+        print(json.dumps({"type": kind, **data}), flush=True)
+
+    return emit
+
+
+def _text_emitter(watch: LogWatch):
+    print(summary_text(watch.run, watch.path), flush=True)
+
+    def emit(kind: str, data: dict) -> None:
+        if kind == "file":
+            print(f"-- {data['path']}: {data['event']}", flush=True)
+        elif kind == "epoch":
+            metrics = "  ".join(
+                f"{k} {format_value(v if isinstance(v, float) else float(v))}"
+                for k, v in data["metrics"].items()
+            )
+            print(
+                f"epoch {data['epoch']}/{data['total_epochs'] or '?'}  {format_seconds(data['seconds'])}  "
+                f"{metrics}",
+                flush=True,
+            )
+        else:
+            print(f"[{data['severity']}] {data['id']}: {data['message']}  fix: {data['fix']}", flush=True)
+
+    return emit

@@ -1,0 +1,78 @@
+"""`tfgpu-tui log`: table and JSON output, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfgpu_tui.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "training"
+
+
+def test_table_output(capsys):
+    assert main(["log", str(FIXTURES / "keras3_verbose1.log")]) == 0
+    out = capsys.readouterr().out
+    assert "epoch  time  accuracy    loss  val_accuracy  val_loss" in out
+    assert "3/3" in out and "0.6923" in out and "FINISHED" in out
+
+
+def test_json_keys_documented_in_the_issue(capsys):
+    assert main(["log", "--json", str(FIXTURES / "keras3_oom_traceback.log")]) == 1  # critical problem
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= {"epochs", "current", "problems"}
+    assert set(data["current"]) >= {"epoch", "step", "total_steps", "eta_seconds", "metrics"}
+    assert data["current"]["eta_seconds"] == 3723
+    oom = next(p for p in data["problems"] if p["id"] == "OOM_TENSOR")
+    assert oom["line_number"] == 11 and oom["message"] and oom["fix"]
+
+
+def test_json_epochs(capsys):
+    main(["log", "--json", str(FIXTURES / "keras2_verbose2.log")])
+    epochs = json.loads(capsys.readouterr().out)["epochs"]
+    assert epochs[0]["epoch"] == 1 and epochs[0]["total_epochs"] == 3 and epochs[0]["seconds"] == 2
+    assert epochs[1]["metrics"]["loss"] == -1.2345
+
+
+def test_missing_file_and_directory_are_clear_errors(capsys, tmp_path):
+    assert main(["log", str(tmp_path / "nope.log")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["log", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file_is_a_clear_error(capsys, tmp_path):
+    path = tmp_path / "secret.log"
+    path.write_text("x\n")
+    path.chmod(0)
+    try:
+        assert main(["log", str(path)]) == 2
+    finally:
+        path.chmod(0o644)
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_follow_json_streams_epochs_as_they_are_written(tmp_path):
+    log = tmp_path / "train.log"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tfgpu_tui", "log", "--follow", "--json", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "waiting for" in child.stderr.readline()
+        assert json.loads(child.stdout.readline())["type"] == "state"
+        log.write_text("Epoch 1/2\n10/10 - 1s - 5ms/step - loss: 0.5000 - val_loss: 0.6000\n")
+        events = [json.loads(child.stdout.readline()) for _ in range(2)]
+        assert events[0] == {"type": "file", "event": "opened", "path": str(log)}
+        assert events[1]["type"] == "epoch" and events[1]["metrics"] == {"loss": 0.5, "val_loss": 0.6}
+    finally:
+        child.terminate()
+        child.wait(timeout=5)

@@ -1,0 +1,210 @@
+"""Known TensorFlow/CUDA log messages -> what they mean and how to fix them.
+
+The knowledge base is ``tfgpu_tui/data/log_signatures.csv`` (sources in ``log_signatures.md`` beside it).
+Shared by the Environment tab (probe stderr) and the Training tab (train.log lines). Pure: no I/O but
+reading the shipped CSV once.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tfgpu_tui.alerts import Severity
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+SIGNATURES_FILE = "log_signatures.csv"
+
+# Category (a CSV column) -> how urgent a match is. Unknown categories count as warnings.
+CATEGORY_SEVERITY: dict[str, Severity] = {
+    "oom": Severity.CRITICAL,
+    "cudnn_init": Severity.CRITICAL,
+    "arch_unsupported": Severity.CRITICAL,
+    "version_mismatch": Severity.CRITICAL,
+    "driver_too_old": Severity.CRITICAL,
+    "install": Severity.CRITICAL,
+    "config_order": Severity.CRITICAL,
+    "missing_lib": Severity.WARNING,
+    "silent_cpu_fallback": Severity.WARNING,
+    "no_device": Severity.WARNING,
+    "no_driver": Severity.WARNING,
+    "driver_mismatch": Severity.WARNING,
+    "driver_state": Severity.WARNING,
+    "oom_warning": Severity.WARNING,
+    "xla_toolchain": Severity.WARNING,
+    "platform": Severity.WARNING,
+    "perf": Severity.WARNING,
+    "positive": Severity.INFO,
+    "info": Severity.INFO,
+    "noise": Severity.INFO,
+    "optional_noise": Severity.INFO,
+}
+# Categories that describe a healthy setup or harmless noise, not a problem.
+BENIGN_CATEGORIES = frozenset({"positive", "info", "noise", "optional_noise"})
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One known message: its pattern and what it means.
+
+    Attributes:
+        id: stable identifier, e.g. ``OOM_TENSOR``.
+        category: kind of problem, e.g. ``oom``, ``missing_lib``, ``positive`` (healthy), ``noise``.
+        level: the log level(s) TensorFlow uses for it, as written in the CSV.
+        pattern: compiled regex matched anywhere in a line (named groups carry details).
+        meaning: what it means, in plain words.
+        fix: what to do about it ("-" in the CSV becomes "").
+        tf_versions: TensorFlow versions that print it (an estimate).
+        refs: issues and sources backing the entry.
+        sample_line: a real (or constructed) line it matches.
+    """
+
+    id: str
+    category: str
+    level: str
+    pattern: re.Pattern[str] = field(compare=False)
+    meaning: str
+    fix: str
+    tf_versions: str = ""
+    refs: str = ""
+    sample_line: str = ""
+
+    @property
+    def severity(self) -> Severity:
+        """How urgent a match is."""
+        return CATEGORY_SEVERITY.get(self.category, Severity.WARNING)
+
+    @property
+    def is_problem(self) -> bool:
+        """False for healthy-state and harmless-noise messages."""
+        return self.category not in BENIGN_CATEGORIES
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A line that matched a known signature.
+
+    Attributes:
+        signature: the entry it matched.
+        line: the line itself (stripped of its line ending).
+        line_number: 1-based line number in its source, None when unknown.
+        details: the regex's named groups that matched (e.g. ``lib``, ``shape``).
+    """
+
+    signature: Signature
+    line: str
+    line_number: int | None = None
+    details: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def id(self) -> str:
+        return self.signature.id
+
+    @property
+    def severity(self) -> Severity:
+        return self.signature.severity
+
+    @property
+    def meaning(self) -> str:
+        return self.signature.meaning
+
+    @property
+    def fix(self) -> str:
+        return self.signature.fix
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form: id, category, severity, line_number, line, meaning, fix, details."""
+        return {
+            "id": self.id,
+            "category": self.signature.category,
+            "severity": self.severity.name.lower(),
+            "line_number": self.line_number,
+            "line": self.line,
+            "meaning": self.meaning,
+            "fix": self.fix,
+            "details": dict(self.details),
+        }
+
+
+def _clean(text: str) -> str:
+    return "" if text.strip() == "-" else text.strip()
+
+
+def parse_signatures(rows: Iterable[dict[str, str]]) -> tuple[Signature, ...]:
+    """Signatures from CSV rows (dicts with the CSV's column names)."""
+    return tuple(
+        Signature(
+            id=row["id"],
+            category=row["category"],
+            level=row["level"],
+            pattern=re.compile(row["regex"]),
+            meaning=_clean(row["meaning"]),
+            fix=_clean(row["fix"]),
+            tf_versions=row.get("tf_versions", ""),
+            refs=_clean(row.get("refs", "")),
+            sample_line=row.get("sample_line", ""),
+        )
+        for row in rows
+    )
+
+
+def load_signatures_file(path: Path) -> tuple[Signature, ...]:
+    """Signatures from a CSV file with the columns of the shipped one."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return parse_signatures(csv.DictReader(handle))
+
+
+@lru_cache(maxsize=1)
+def load_signatures() -> tuple[Signature, ...]:
+    """The shipped knowledge base (read once, then cached)."""
+    return load_signatures_file(DATA_DIR / SIGNATURES_FILE)
+
+
+def diagnose_line(
+    line: str,
+    line_number: int | None = None,
+    signatures: Iterable[Signature] | None = None,
+    include_benign: bool = False,
+) -> Diagnosis | None:
+    """The first signature matching `line`, or None.
+
+    Args:
+        line: one log line (any line ending is stripped).
+        line_number: recorded in the diagnosis.
+        signatures: the knowledge base to use (default: the shipped one).
+        include_benign: also report healthy/noise messages (``is_problem`` False).
+    """
+    text = line.rstrip("\r\n")
+    for signature in load_signatures() if signatures is None else signatures:
+        if not include_benign and not signature.is_problem:
+            continue
+        match = signature.pattern.search(text)
+        if match:
+            details = {k: v for k, v in match.groupdict().items() if v is not None}
+            return Diagnosis(signature, text, line_number, details)
+    return None
+
+
+def diagnose_lines(
+    lines: Iterable[str],
+    signatures: Iterable[Signature] | None = None,
+    include_benign: bool = False,
+    first_line_number: int = 1,
+) -> list[Diagnosis]:
+    """Every matching line of `lines`, in order, numbered from `first_line_number`."""
+    chosen = tuple(load_signatures() if signatures is None else signatures)
+    found = []
+    for number, line in enumerate(lines, start=first_line_number):
+        diagnosis = diagnose_line(line, number, chosen, include_benign)
+        if diagnosis is not None:
+            found.append(diagnosis)
+    return found
+
+
+def diagnose_text(text: str, include_benign: bool = False) -> list[Diagnosis]:
+    """Every matching line of a block of text (e.g. a child process's captured stderr)."""
+    return diagnose_lines(text.splitlines(), include_benign=include_benign)

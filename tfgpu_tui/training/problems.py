@@ -1,0 +1,106 @@
+"""What can go wrong in a training log, beyond the known TensorFlow messages: tracebacks, NaN loss, the OOM
+killer, a stalled or deleted log, and the good news that training finished."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.env.diagnoses import Diagnosis
+
+KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
+TRACEBACK_START = "Traceback (most recent call last):"
+TRACEBACK_CHAINS = (
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+NAN_FIX = (
+    "Lower the learning rate, clip gradients (optimizer clipnorm=1.0), check the inputs for NaN/inf "
+    "(tf.debugging.check_numerics), and with mixed precision keep the loss scaling on."
+)
+KILLED_FIX = (
+    "Usually the Linux OOM killer (host RAM, not GPU memory): check `dmesg -T | grep -i -E 'killed|oom'`; "
+    "lower host memory use (smaller shuffle buffer, cache() on disk, fewer parallel calls) or get more RAM."
+)
+STALL_FIX = (
+    "Check the process is alive (`ps -p PID`, the Monitor tab): it may have died without a message, hung in "
+    "input loading or a collective, or be buffering print output (run Python with -u)."
+)
+DELETED_FIX = "The file was removed; training output now goes nowhere visible. Start following the new log."
+
+
+@dataclass
+class Problem:
+    """One thing the user should know about a training log.
+
+    Attributes:
+        id: a known-signature id (``OOM_TENSOR``) or one of ``EXCEPTION``, ``NAN_LOSS``, ``KILLED``,
+            ``FINISHED``, ``STALL``, ``FILE_DELETED``, ``FILE_TRUNCATED``.
+        severity: how urgent.
+        message: what happened.
+        fix: what to do ("" when nothing).
+        line_number: where it was seen (1-based), None when not from a line.
+        line: the line itself ("" when not from a line).
+        count: how many times it was seen.
+    """
+
+    id: str
+    severity: Severity
+    message: str
+    fix: str = ""
+    line_number: int | None = None
+    line: str = ""
+    count: int = 1
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: id, severity, line_number, message, fix, line, count."""
+        return {
+            "id": self.id,
+            "severity": self.severity.name.lower(),
+            "line_number": self.line_number,
+            "message": self.message,
+            "fix": self.fix,
+            "line": self.line,
+            "count": self.count,
+        }
+
+    def to_alert(self, subject: str) -> Alert:
+        """The problem as a header alert."""
+        return Alert(f"training_{self.id.lower()}", self.severity, self.message, self.fix, subject)
+
+
+def from_diagnosis(diagnosis: Diagnosis) -> Problem:
+    """A known-message match as a problem."""
+    return Problem(
+        diagnosis.id,
+        diagnosis.severity,
+        diagnosis.meaning,
+        diagnosis.fix,
+        diagnosis.line_number,
+        diagnosis.line,
+    )
+
+
+def is_killed_line(text: str) -> bool:
+    """``Killed`` from the shell (the OOM killer's SIGKILL as bash reports it)."""
+    return len(text) < 300 and KILLED.search(text) is not None
+
+
+class TracebackTracker:
+    """Finds the exception line that ends a Python traceback."""
+
+    def __init__(self) -> None:
+        self.inside = False
+
+    def feed(self, text: str) -> str | None:
+        """Feed one line; returns the exception line when a traceback ends with it."""
+        if text.startswith(TRACEBACK_START):
+            self.inside = True
+            return None
+        if not self.inside:
+            return None
+        if not text.strip() or text[:1].isspace() or text.startswith(TRACEBACK_CHAINS):
+            return None
+        self.inside = False
+        return text.strip()

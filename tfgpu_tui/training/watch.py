@@ -1,0 +1,150 @@
+"""A followed training log: the tail is parsed first (current state at once), the earlier part is scanned in
+the background and merged, then new bytes are followed. One object, driven from one thread by `step()`."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from tfgpu_tui.training.follow import TAIL_BYTES, FileState, LogFollower, line_start_at_or_after
+from tfgpu_tui.training.history_scan import scan_history
+from tfgpu_tui.training.keras_progress import EpochStart, parse_epoch_header
+from tfgpu_tui.training.run import TrainingRun
+
+HEADER_SEARCH_BYTES = 64 * 1024 * 1024
+LIVE_BYTES = 1024 * 1024  # of the unfinished last line, parsed update by update for the in-epoch curve
+
+
+def last_epoch_header(path: Path, end: int) -> EpochStart | None:
+    """The last ``Epoch k/N`` line before `end` (searched backwards over at most 64 MB)."""
+    if end <= 0:
+        return None
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        low = max(0, end - HEADER_SEARCH_BYTES)
+        found = view.rfind(b"Epoch ", low, end)
+        while found >= 0:
+            line_end = view.find(b"\n", found, min(end, found + 64))
+            if line_end > 0:
+                header = parse_epoch_header(view[found:line_end].decode("ascii", "replace"))
+                if header is not None:
+                    return header
+            found = view.rfind(b"Epoch ", low, found)
+    return None
+
+
+def live_start(path: Path, floor: int) -> int:
+    """Where the last (unfinished) line starts, at or after `floor`; for a line longer than `LIVE_BYTES`, the
+    first update (just after a ``\r``) in its last `LIVE_BYTES`. 0 for a missing or empty file."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 0
+    if size <= floor:
+        return floor
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        line_start = view.rfind(b"\n", floor, size) + 1 or floor
+        if size - line_start <= LIVE_BYTES:
+            return max(line_start, floor)
+        update = view.find(b"\r", size - LIVE_BYTES, size)
+        return update + 1 if update >= 0 else max(line_start, floor)
+
+
+class LogWatch:
+    """Follows one training log and keeps a `TrainingRun` of it.
+
+    Args:
+        path: the log (it may not exist yet).
+        tail_bytes: an existing file larger than this is read from its last `tail_bytes` first; the rest is
+            scanned by `step()` in chunks and merged when done.
+    """
+
+    def __init__(self, path: Path, tail_bytes: int = TAIL_BYTES) -> None:
+        self.path = Path(path)
+        self.tail_bytes = tail_bytes
+        self.backfill_end = 0
+        self.backfill_done = True
+        self.last_growth = time.monotonic()
+        self.events: list[str] = []
+        self._history: TrainingRun | None = None
+        self._scan: Iterator[int] | None = None
+        self.backfill_offset = 0
+        start = self._tail_start()
+        context = last_epoch_header(self.path, start) if start else None
+        self.run = TrainingRun(context)
+        live = live_start(self.path, start)
+        if live > start:
+            for _ in scan_history(self.path, live, self.run, start=start):
+                pass  # complete lines of the tail: only their final updates matter
+        self.follower = LogFollower(
+            self.path, start_offset=live, first_line_number=self.run.scanned_lines + 1
+        )
+        if start:
+            self.backfill_end = start
+            self.backfill_done = False
+            self._history = TrainingRun()
+            self._scan = scan_history(self.path, start, self._history)
+
+    @property
+    def state(self) -> FileState:
+        return self.follower.state
+
+    def _tail_start(self) -> int:
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return 0
+        if size <= self.tail_bytes:
+            return 0
+        return line_start_at_or_after(self.path, size - self.tail_bytes)
+
+    def poll(self) -> bool:
+        """Read new bytes into the run; True when anything changed."""
+        update = self.follower.poll()
+        for event in update.events:
+            self.events.append(event)
+            self.run.feed_file_event(event)
+            if event in ("truncated", "rotated") and not self.backfill_done:
+                self._cancel_backfill()
+        self.run.feed_segments(update.segments)
+        if update.partial:
+            self.run.feed_partial(update.partial)
+        if update.bytes_read:
+            self.last_growth = time.monotonic()
+        return bool(update.bytes_read or update.events)
+
+    def backfill_step(self) -> bool:
+        """Scan one chunk of the earlier part; merge when done. True when something changed."""
+        if self.backfill_done or self._scan is None or self._history is None:
+            return False
+        try:
+            self.backfill_offset = next(self._scan)
+            return True
+        except StopIteration:
+            pass
+        history = self._history
+        self.run.absorb_history(history, history.scanned_lines)
+        self.follower.splitter.line_number += history.scanned_lines
+        self._cancel_backfill()
+        return True
+
+    def _cancel_backfill(self) -> None:
+        self.backfill_done = True
+        self._scan = None
+        self._history = None
+
+    def read_all(self) -> None:
+        """Read the whole file as it is now (the tail and the history)."""
+        while self.poll():
+            pass
+        while not self.backfill_done:
+            self.backfill_step()
+
+    def idle_seconds(self) -> float:
+        """Seconds since the file last grew."""
+        return time.monotonic() - self.last_growth
+
+    def close(self) -> None:
+        self.follower.close()

@@ -1,0 +1,61 @@
+"""plotext charts of a training run: loss per epoch, and loss within the current epoch."""
+
+from __future__ import annotations
+
+import math
+
+from textual_plotext import PlotextPlot
+
+from tfgpu_tui.training.run import EpochRecord
+
+
+def finite_points(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """Drop nan/inf points (plotext cannot draw them)."""
+    kept = [(x, y) for x, y in zip(xs, ys, strict=True) if math.isfinite(y)]
+    return [x for x, _ in kept], [y for _, y in kept]
+
+
+class EpochLossPlot(PlotextPlot):
+    """loss and val_loss of the latest fit() call, one point per epoch."""
+
+    DEFAULT_CSS = """
+    EpochLossPlot { height: 1fr; width: 1fr; min-width: 30; }
+    """
+
+    def show(self, epochs: list[EpochRecord]) -> None:
+        """Plot these epochs."""
+        plt = self.plt
+        plt.clear_figure()
+        plt.title("loss per epoch")
+        for name, color in (("loss", "cyan"), ("val_loss", "orange")):
+            xs, ys = finite_points(
+                [e.epoch for e in epochs if name in e.metrics],
+                [e.metrics[name] for e in epochs if name in e.metrics],
+            )
+            if xs:
+                plt.plot(xs, ys, label=name, color=color, marker="braille")
+        if epochs:
+            plt.xlabel("epoch")
+            numbers = sorted({e.epoch for e in epochs})
+            if len(numbers) <= 12:
+                plt.xticks(numbers)
+        self.refresh()
+
+
+class StepLossPlot(PlotextPlot):
+    """loss against step within the current epoch (Keras' running mean)."""
+
+    DEFAULT_CSS = """
+    StepLossPlot { height: 1fr; width: 1fr; min-width: 30; }
+    """
+
+    def show(self, points: list[tuple[int, float]], epoch: int | None) -> None:
+        """Plot (step, loss) points."""
+        plt = self.plt
+        plt.clear_figure()
+        plt.title(f"loss in epoch {epoch}" if epoch else "loss in the current epoch")
+        xs, ys = finite_points([p[0] for p in points], [p[1] for p in points])
+        if xs:
+            plt.plot(xs, ys, label="loss", color="cyan", marker="braille")
+            plt.xlabel("step")
+        self.refresh()
