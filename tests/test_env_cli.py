@@ -1,0 +1,91 @@
+"""`tfgpu-tui check`: JSON shape, exit codes, bad interpreters; the real probe (needs TensorFlow)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tfgpu_tui.cli import main
+from tfgpu_tui.env.checks import evaluate
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.recorded import load_recording
+from tfgpu_tui.env.runner import run_check
+
+EXIT_FOR_STATUS = {"ok": 0, "warning": 1, "failure": 2}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["check", "--json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_missing_interpreter_gives_findings_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "--python", "/nonexistent/python")
+    assert code == 2 and data["status"] == "failure"
+    found = {finding["id"]: finding for finding in data["findings"]}
+    assert found["python_env"]["status"] == "failure"
+    assert "No Python interpreter at /nonexistent/python" in found["tensorflow"]["detail"]
+    assert set(found["driver"]) >= {"id", "status", "title", "detail", "fix"}
+
+
+def test_global_python_option_is_used(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--python", "/nonexistent/python2", "check", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and data["facts"]["python"] == "/nonexistent/python2"
+
+
+def test_bad_timeout_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--timeout", "0"])
+    assert exit_info.value.code == 2
+    assert "must be more than 0 s" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def real_report():
+    run = run_check(sys.executable, 120)
+    return run.report, run.probe
+
+
+@pytest.mark.tf
+def test_real_probe_cpu_build(real_report) -> None:
+    report, probe = real_report
+    assert probe.outcome.ok, probe.outcome.message
+    found = {finding.id: finding for finding in report.findings}
+    assert found["tensorflow"].status is Status.OK and "TensorFlow 2." in found["tensorflow"].detail
+    assert report.facts["tf_is_cuda_build"] is False  # CI installs tensorflow-cpu
+    build = found["cpu_only_build"]
+    assert build.status in (Status.WARNING, Status.FAILURE) and "CPU-only build" in build.detail
+    assert "tensorflow[and-cuda]==" in build.fix
+    assert found["placement"].status is Status.SKIPPED and "on the CPU" in found["placement"].detail
+    assert found["gpus_visible"].status is Status.SKIPPED
+    assert probe.retry is None  # no VLOG re-run for a CPU build
+
+
+@pytest.mark.tf
+def test_real_check_json_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "--timeout", "120")
+    assert set(data) == {"status", "counts", "findings", "facts"}
+    assert code == EXIT_FOR_STATUS[data["status"]]
+    statuses = {finding["status"] for finding in data["findings"]}
+    assert statuses <= {"ok", "warning", "failure", "skipped"}
+    assert data["status"] == (
+        "failure" if "failure" in statuses else "warning" if "warning" in statuses else "ok"
+    )
+    facts = data["facts"]
+    for key in ("driver_version", "tf_version", "tf_build_cuda", "tf_build_cudnn", "gpus_nvml", "gpus_tf"):
+        assert key in facts
+    assert facts["tf_version"].startswith("2.") and facts["gpus_tf"] == []
+
+
+def test_record_writes_a_replayable_recording(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "env.json"
+    code = main(["check", "--python", "/nonexistent/python", "--record", str(path)])
+    assert code == 2 and "Result: failure" in capsys.readouterr().out
+    facts, probe = load_recording(path)
+    assert facts.interpreter.error.startswith("No Python interpreter")
+    assert probe.outcome.error_kind == "interpreter_missing"
+    found = {finding.id: finding for finding in evaluate(facts, probe)}
+    assert found["tensorflow"].status is Status.FAILURE

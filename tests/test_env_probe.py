@@ -1,0 +1,140 @@
+"""The TensorFlow probe's child process: missing, broken, crashing and hanging interpreters give findings."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tfgpu_tui.env.checks import evaluate
+from tfgpu_tui.env.children import stop_all
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.probe_runner import ProbeRun, run_probe, run_probe_with_retry
+from tfgpu_tui.env.recorded import load_recording
+
+FIXTURES = Path(__file__).parent / "fixtures" / "env"
+
+
+def fake_tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """Put a `tensorflow` package whose import runs `body` first on the child's path."""
+    package = tmp_path / "fake_site" / "tensorflow"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(body)
+    monkeypatch.setenv("PYTHONPATH", str(package.parent))
+
+
+def script(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def tf_finding(outcome_run: ProbeRun):
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    return {f.id: f for f in evaluate(facts, outcome_run)}["tensorflow"]
+
+
+def test_missing_interpreter() -> None:
+    outcome = run_probe("/nonexistent/bin/python", 5)
+    assert outcome.error_kind == "interpreter_missing"
+    assert "No Python interpreter at /nonexistent/bin/python" in outcome.message
+    finding = tf_finding(ProbeRun(outcome))
+    assert finding.status is Status.FAILURE and "--python" in finding.fix
+
+
+def test_not_executable(tmp_path: Path) -> None:
+    path = tmp_path / "python"
+    path.write_text("not a program")
+    outcome = run_probe(str(path), 5)
+    assert outcome.error_kind == "interpreter_unusable" and "not executable" in outcome.message
+
+
+def test_not_a_python(tmp_path: Path) -> None:
+    fake = script(tmp_path, "python", "#!/bin/sh\necho 'this is not python' >&2\nexit 3\n")
+    outcome = run_probe(fake, 5)
+    assert outcome.error_kind == "crashed"
+    assert "status 3" in outcome.message and "this is not python" in outcome.message
+
+
+def test_tensorflow_not_installed(tmp_path: Path) -> None:
+    # The same interpreter without site-packages: a real Python without TensorFlow.
+    bare = script(tmp_path, "python", f'#!/bin/sh\nexec "{sys.executable}" -S -I "$@"\n')
+    run = run_probe_with_retry(bare, 30)
+    assert run.outcome.ok and run.retry is None
+    assert run.data["tensorflow"]["installed"] is False
+    finding = tf_finding(run)
+    assert finding.status is Status.FAILURE
+    assert "TensorFlow is not installed in" in finding.detail
+    assert finding.fix.endswith("-m pip install 'tensorflow[and-cuda]'")
+
+
+def test_import_error_inside_tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tensorflow(tmp_path, monkeypatch, "raise RuntimeError('module compiled against NumPy 1.x')\n")
+    outcome = run_probe(sys.executable, 30)
+    assert outcome.ok and outcome.data["tensorflow"]["installed"] is True
+    finding = tf_finding(ProbeRun(outcome))
+    assert finding.status is Status.FAILURE and "NumPy 1.x" in finding.detail
+
+
+def test_probe_that_crashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = (
+        "import sys, os\n"
+        "sys.stderr.write('E0000 cuda_dnn.cc:522] Loaded runtime CuDNN library: 9.1.0 but source was "
+        "compiled with: 9.3.0.\\n')\nsys.stderr.flush()\nos._exit(134)\n"
+    )
+    fake_tensorflow(tmp_path, monkeypatch, body)
+    outcome = run_probe(sys.executable, 30)
+    assert outcome.error_kind == "crashed" and "status 134" in outcome.message
+    finding = tf_finding(ProbeRun(outcome))
+    assert finding.status is Status.FAILURE
+    assert "cuDNN" in finding.detail or "CuDNN" in finding.detail  # the log line was diagnosed
+    assert "LD_LIBRARY_PATH" in finding.fix
+
+
+def test_probe_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tensorflow(
+        tmp_path, monkeypatch, "import sys, time\nsys.stderr.write('loading...\\n')\ntime.sleep(60)\n"
+    )
+    outcome = run_probe(sys.executable, 1.5)
+    assert outcome.error_kind == "timeout"
+    assert "did not finish within 1.5 s" in outcome.message
+    assert outcome.seconds < 10
+    assert "--timeout" in tf_finding(ProbeRun(outcome)).fix
+
+
+def test_stdout_noise_does_not_break_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = "print('hello from tensorflow')\n__version__ = '0.0'\n"
+    fake_tensorflow(tmp_path, monkeypatch, body)
+    outcome = run_probe(sys.executable, 30)
+    assert outcome.ok, outcome.message
+    assert "hello from tensorflow" in outcome.stderr  # the probe moved TF's prints to stderr
+    assert outcome.data["tensorflow"]["version"] == "0.0"
+
+
+def test_user_log_level_is_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    fake_tensorflow(tmp_path, monkeypatch, "__version__ = '0.0'\n")
+    outcome = run_probe(sys.executable, 30)
+    assert outcome.data["env"]["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
+
+
+def test_stop_all_ends_a_running_probe(tmp_path: Path) -> None:
+    slow = script(tmp_path, "python", "#!/bin/sh\nsleep 30\n")
+    outcomes = []
+    thread = threading.Thread(target=lambda: outcomes.append(run_probe(slow, 60)))
+    started = time.monotonic()
+    thread.start()
+    for _ in range(100):
+        if stop_all():
+            break
+        time.sleep(0.05)
+    thread.join(10)
+    assert not thread.is_alive() and time.monotonic() - started < 10
+    assert outcomes[0].error_kind == "crashed" and "was killed by SIGKILL" in outcomes[0].message

@@ -1,0 +1,115 @@
+"""The Environment tab through the pilot: findings, detail and fix, spinner, re-run, save, link to Monitor."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static, TabbedContent
+
+from tfgpu_tui.env.recorded import load_recording
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.environment import EnvironmentTab
+
+FIXTURES = Path(__file__).parent / "fixtures" / "env"
+
+
+async def wait_for(pilot, condition, tries: int = 400) -> None:
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached")
+
+
+async def wait_until_complete(pilot, app: TfgpuApp) -> EnvironmentTab:
+    """Wait for the full report and for the findings table to have focus."""
+    tab = app.query_one(EnvironmentTab)
+    table = app.query_one("#env-findings", DataTable)
+    await wait_for(pilot, lambda: tab.report is not None and tab.report.complete and app.focused is table)
+    return tab
+
+
+def text_of(app: TfgpuApp, selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        table = app.query_one("#env-findings", DataTable)
+        assert table.row_count == len(tab.report.findings)
+        status = text_of(app, "#env-status")
+        assert "SIMULATED" in status and "FAILURE" in status
+        # The header carries the environment's failures.
+        await wait_for(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
+        # Move to the GPU-processes finding: its detail and fix show, and Enter opens the Monitor tab.
+        ids = [finding.id for finding in tab.report.findings]
+        for _ in range(ids.index("gpu_processes")):
+            await pilot.press("down")
+        detail = text_of(app, "#env-detail")
+        assert "PID 48211" in detail and "Enter opens the Monitor tab" in detail
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
+
+
+async def test_fix_shown_for_selected_failure() -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        ids = [finding.id for finding in tab.report.findings]
+        for _ in range(ids.index("cuda_libraries")):
+            await pilot.press("down")
+        detail = text_of(app, "#env-detail")
+        assert "failure" in detail and "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in detail
+
+
+async def test_save_report_writes_markdown(tmp_path: Path) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        tab._save_dir = tmp_path
+        await pilot.press("s")
+        await pilot.pause()
+        written = list(tmp_path.glob("tfgpu-env-report-*.md"))
+        assert len(written) == 1
+        text = written[0].read_text()
+        assert text.startswith("# tfgpu-tui environment report") and "export LD_LIBRARY_PATH" in text
+        assert any(str(written[0]) in notification.message for notification in app._notifications)
+
+
+async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    facts, probe = load_recording(FIXTURES / "cpu_build_on_gpu.json")
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow_probe(python: str, timeout: float):
+        calls.append(python)
+        release.wait(10)
+        return probe
+
+    monkeypatch.setattr(EnvironmentTab, "collect", staticmethod(lambda python: facts))
+    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(slow_probe))
+    app = TfgpuApp(Settings(python="/opt/py/bin/python"), initial_tab="environment")
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.query_one(EnvironmentTab)
+        await wait_for(pilot, lambda: tab.report is not None)
+        assert not tab.report.complete
+        assert "Importing TensorFlow with /opt/py/bin/python" in text_of(app, "#env-status")
+        pending = [finding for finding in tab.report.findings if finding.status.value == "pending"]
+        assert pending and all(finding.icon == "…" for finding in pending)
+        release.set()
+        await wait_for(pilot, lambda: tab.report.complete)
+        assert "FAILURE" in text_of(app, "#env-status")
+        release.clear()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(calls) == 2)
+        assert "Importing TensorFlow" in text_of(app, "#env-status") or "Collecting" in text_of(
+            app, "#env-status"
+        )
+        release.set()
+        await wait_for(pilot, lambda: tab.report.complete)
+        assert calls == ["/opt/py/bin/python", "/opt/py/bin/python"]

@@ -1,0 +1,85 @@
+"""Facts -> findings: every check says what it found, why it matters and the exact fix.
+
+The checks live in ``checks_*.py`` by topic and register themselves with ``check_base.check``; this module
+puts them in report order and evaluates them. Pure: ``EnvFacts`` (TensorFlow-free facts) and a ``ProbeRun``
+(what the TensorFlow probe said) in, findings out. Checks that need the probe are pending until it finished.
+"""
+
+from __future__ import annotations
+
+from tfgpu_tui.alerts import Severity
+from tfgpu_tui.env import checks_devices, checks_gpu, checks_libraries, checks_system, checks_tensorflow
+from tfgpu_tui.env.check_base import CHECKS as REGISTERED
+from tfgpu_tui.env.check_base import Check, Verdict, diagnoses, tensorflow_unusable
+from tfgpu_tui.env.facts import EnvFacts
+from tfgpu_tui.env.findings import Finding, Status, pending
+from tfgpu_tui.env.probe_runner import ProbeRun
+
+CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu)
+REPORT_ORDER = (
+    "driver",
+    "python_env",
+    "cuda_visible_devices",
+    "gpu_processes",
+    "tensorflow",
+    "cpu_only_build",
+    "driver_cuda",
+    "cuda_libraries",
+    "gpus_visible",
+    "placement",
+    "compute_capability",
+    "mixed_precision",
+    "nvcc",
+    "persistence_mode",
+)
+CHECKS: list[Check] = sorted(REGISTERED, key=lambda item: REPORT_ORDER.index(item.id))
+# Diagnoses that are expected (not problems) on a machine without an NVIDIA GPU.
+NO_GPU_EXPECTED = frozenset({"missing_lib", "no_device", "no_driver", "silent_cpu_fallback"})
+
+
+def log_findings(facts: EnvFacts, probe: ProbeRun | None) -> list[Finding]:
+    """One finding per problem message in TensorFlow's log (ok-informational when expected without a GPU)."""
+    findings = []
+    for diagnosis in diagnoses(probe):
+        expected = not facts.nvml.devices and diagnosis.signature.category in NO_GPU_EXPECTED
+        status = Status.FAILURE if diagnosis.severity is Severity.CRITICAL else Status.WARNING
+        findings.append(
+            Finding(
+                f"log:{diagnosis.id}",
+                Status.OK if expected else status,
+                f"TensorFlow log: {diagnosis.id}",
+                diagnosis.line.strip()[:300] + (" (expected on a machine without a GPU)" if expected else ""),
+                diagnosis.meaning,
+                "" if expected else diagnosis.fix,
+                informational=expected,
+            )
+        )
+    return findings
+
+
+def _run(item: Check, facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    skipped = tensorflow_unusable(facts, probe) if item.needs_tensorflow else None
+    return skipped or item.run(facts, probe)
+
+
+def evaluate(facts: EnvFacts, probe: ProbeRun | None = None) -> list[Finding]:
+    """Every check's finding; TensorFlow checks are pending while `probe` is None."""
+    findings = []
+    for item in CHECKS:
+        if item.needs_probe and probe is None:
+            findings.append(pending(item.id, item.title))
+            continue
+        verdict = _run(item, facts, probe)
+        findings.append(
+            Finding(
+                item.id,
+                verdict.status,
+                item.title,
+                verdict.detail,
+                verdict.why,
+                verdict.fix,
+                verdict.informational,
+                verdict.link_tab,
+            )
+        )
+    return findings + log_findings(facts, probe)

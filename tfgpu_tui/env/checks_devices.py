@@ -1,0 +1,143 @@
+"""Does TensorFlow use the GPU: its device list (silent CPU fallback and its cause), the placement test."""
+
+from __future__ import annotations
+
+from tfgpu_tui.env.check_base import (
+    Verdict,
+    and_cuda_install,
+    check,
+    diagnoses,
+    gpu_count,
+    is_cuda_build,
+    target_python,
+    tensorflow_version,
+    tf_gpu_text,
+)
+from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
+from tfgpu_tui.env.facts import EnvFacts
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.probe_runner import ProbeRun
+
+# Which diagnosis best explains an empty GPU list, most specific first.
+FALLBACK_CAUSES = (
+    "DSO_LOAD_FAIL",
+    "CVD_HIDES_ALL",
+    "CUINIT_NO_DEVICE",
+    "DRIVER_INSUFFICIENT",
+    "CC_TOO_LOW",
+    "CUDNN_VERSION_MISMATCH",
+    "DSO_KERNEL_MISMATCH",
+    "CUINIT_UNKNOWN",
+    "CUINIT_COMPAT_HW",
+    "NO_KERNEL_DRIVER",
+    "CUDART_STUB_NO_DRIVER",
+    "CUDA_RUNTIME_LOAD_ERR",
+    "CANNOT_DLOPEN_GPU_LIBS",
+)
+
+
+@check("gpus_visible", "GPUs visible to TensorFlow", needs_tensorflow=True)
+def check_gpus_visible(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "With no GPU visible TensorFlow silently trains on the CPU, 10-100x slower."
+    assert probe is not None
+    physical = probe.data.get("physical_gpus") or []
+    nvml_count = gpu_count(facts)
+    if not is_cuda_build(facts, probe):
+        return Verdict(
+            Status.SKIPPED, "A CPU-only build sees no GPU (see “GPU-enabled TensorFlow build”).", why
+        )
+    if physical:
+        names = ", ".join(tf_gpu_text(gpu) for gpu in physical)
+        if nvml_count > len(physical) and "CUDA_VISIBLE_DEVICES" not in facts.env_vars:
+            return Verdict(
+                Status.WARNING,
+                f"TensorFlow sees {len(physical)} of {nvml_count} GPUs: {names}.",
+                why,
+                _cause_fix(diagnoses(probe)) or "Look for 'Ignoring visible gpu device' in the probe log.",
+            )
+        return Verdict(Status.OK, f"TensorFlow sees {len(physical)} GPU(s): {names}.", why)
+    if nvml_count == 0:
+        return Verdict(Status.SKIPPED, "No NVIDIA GPU on this machine.", why)
+    cause = _fallback_cause(probe)
+    detail = f"Silent CPU fallback: NVML sees {nvml_count} GPU(s) but TensorFlow sees none."
+    if cause is not None:
+        detail += f" Cause: {cause.meaning}"
+        if cause.details.get("lib"):
+            detail += f" (missing: {', '.join(_missing_libs(probe))})"
+        return Verdict(Status.FAILURE, detail, why, _cause_fix([cause], facts, probe))
+    return Verdict(
+        Status.FAILURE,
+        detail + " TensorFlow's log gave no reason.",
+        why,
+        f'Run `TF_CPP_MAX_VLOG_LEVEL=3 {target_python(facts)} -c "import tensorflow as tf; '
+        "print(tf.config.list_physical_devices('GPU'))\"` and look for 'Could not load dynamic library'.",
+    )
+
+
+def _missing_libs(probe: ProbeRun) -> list[str]:
+    return sorted({d.details["lib"] for d in diagnose_lines(probe.stderr_lines) if d.details.get("lib")})
+
+
+def _fallback_cause(probe: ProbeRun) -> Diagnosis | None:
+    found = {diagnosis.id: diagnosis for diagnosis in reversed(diagnoses(probe))}
+    return next((found[cause] for cause in FALLBACK_CAUSES if cause in found), None)
+
+
+def _cause_fix(causes: list[Diagnosis], facts: EnvFacts | None = None, probe: ProbeRun | None = None) -> str:
+    """The fix of the first cause, made concrete (pip command) for missing libraries."""
+    if not causes:
+        return ""
+    cause = causes[0]
+    if facts is not None and cause.id == "DSO_LOAD_FAIL" and _in_pip(facts, cause.details.get("lib", "")):
+        where = (
+            f"$({target_python(facts)} -c 'import tensorflow as tf, os; print(os.path.dirname(tf.__file__))')"
+        )
+        return (
+            f"{cause.details['lib']} is installed by pip but TensorFlow did not find it (a known TF 2.16 "
+            f'problem): cd "{where}" && ln -svf ../nvidia/*/lib/*.so* .'
+        )
+    if facts is not None and probe is not None and cause.id in ("DSO_LOAD_FAIL", "CANNOT_DLOPEN_GPU_LIBS"):
+        return and_cuda_install(facts, tensorflow_version(facts, probe)) + "   # " + cause.fix
+    if cause.id in ("CVD_HIDES_ALL", "CUINIT_NO_DEVICE") and "CUDA_VISIBLE_DEVICES" in (
+        facts.env_vars if facts else {}
+    ):
+        return "unset CUDA_VISIBLE_DEVICES   # " + cause.fix
+    return cause.fix
+
+
+def _in_pip(facts: EnvFacts, soname: str) -> bool:
+    """Whether a pip NVIDIA package provides this exact soname (e.g. ``libcudnn.so.8``)."""
+    return any(library.path.endswith("/" + soname) for library in facts.interpreter.pip_libraries)
+
+
+@check("placement", "Placement test (matmul on GPU:0)", needs_tensorflow=True)
+def check_placement(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "Proves that an op really runs on the GPU, not only that a device is listed."
+    assert probe is not None
+    placement = probe.data.get("placement") or {}
+    cpu = placement.get("cpu_seconds")
+    cpu_text = f"; the same on the CPU: {cpu * 1000:.1f} ms" if cpu is not None else ""
+    status = placement.get("status")
+    if status == "ok" and "GPU" in (placement.get("device") or ""):
+        return Verdict(
+            Status.OK,
+            f"A 1024x1024 matmul ran on {placement['device']} in {placement['seconds'] * 1000:.2f} ms"
+            f"{cpu_text}.",
+            why,
+        )
+    if status == "ok":
+        return Verdict(
+            Status.FAILURE,
+            f"The matmul asked for GPU:0 but ran on {placement.get('device')}{cpu_text}.",
+            why,
+            "See “GPUs visible to TensorFlow”.",
+        )
+    if status == "failed":
+        causes = diagnoses(probe)
+        return Verdict(
+            Status.FAILURE,
+            f"The matmul on GPU:0 failed: {placement.get('error')}",
+            why,
+            _cause_fix(causes, facts, probe) or "See the TensorFlow log findings below.",
+        )
+    return Verdict(Status.SKIPPED, f"Skipped: {placement.get('error') or 'no GPU'}{cpu_text}.", why)

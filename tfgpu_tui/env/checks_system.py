@@ -1,0 +1,122 @@
+"""The machine and the interpreter: driver, Python environment, CUDA_VISIBLE_DEVICES, GPU processes."""
+
+from __future__ import annotations
+
+from tfgpu_tui.env.check_base import (
+    Verdict,
+    check,
+    gpu_count,
+    gpu_list,
+)
+from tfgpu_tui.env.facts import EnvFacts
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.probe_runner import ProbeRun
+
+HIDE_ALL_VALUES = frozenset({"", "-1", "none"})
+
+
+@check("driver", "NVIDIA driver")
+def check_driver(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    nvml = facts.nvml
+    why = "TensorFlow reaches the GPU through the NVIDIA driver; without it everything runs on the CPU."
+    if nvml.error is not None:
+        return Verdict(Status.FAILURE, nvml.error.message, why, nvml.error.fix)
+    driver = nvml.driver
+    version = driver.driver_version if driver else None
+    cuda = driver.cuda_driver_version if driver else None
+    text = f"Driver {version or 'version unknown'}" + (f", supports CUDA up to {cuda}" if cuda else "")
+    if not nvml.devices:
+        return Verdict(
+            Status.WARNING,
+            f"{text}, but NVML lists no GPU.",
+            why,
+            "Check `nvidia-smi -L`; in a container, start it with `--gpus all`.",
+        )
+    return Verdict(Status.OK, f"{text}; {gpu_count(facts)} GPU(s): {gpu_list(facts)}.", why)
+
+
+@check("python_env", "Python environment")
+def check_python_env(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    interpreter = facts.interpreter
+    why = "A virtual environment keeps TensorFlow's pinned CUDA packages away from the system's Python."
+    if interpreter.error:
+        return Verdict(
+            Status.FAILURE,
+            interpreter.error,
+            "Every TensorFlow check runs in this interpreter.",
+            "Pass the interpreter of your training environment: `tfgpu-tui --python ~/venv/bin/python`.",
+        )
+    where = f"Python {interpreter.version} at {interpreter.executable}"
+    if interpreter.kind == "system":
+        return Verdict(
+            Status.WARNING,
+            f"{where} is the system Python (no venv or conda env).",
+            why,
+            "python3 -m venv ~/venvs/tf && . ~/venvs/tf/bin/activate && pip install 'tensorflow[and-cuda]'",
+        )
+    return Verdict(Status.OK, f"{where} ({interpreter.kind}: {interpreter.prefix}).", why)
+
+
+@check("cuda_visible_devices", "CUDA_VISIBLE_DEVICES")
+def check_cuda_visible_devices(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "CUDA_VISIBLE_DEVICES decides which GPUs CUDA (and so TensorFlow) may see at all."
+    value = facts.env_vars.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return Verdict(Status.OK, "Not set: every GPU is visible.", why)
+    count = gpu_count(facts)
+    if value.strip().lower() in HIDE_ALL_VALUES:
+        status = Status.FAILURE if count else Status.WARNING
+        shown = '""' if value == "" else value
+        return Verdict(
+            status,
+            f"CUDA_VISIBLE_DEVICES={shown} hides every GPU from TensorFlow.",
+            why,
+            "unset CUDA_VISIBLE_DEVICES   # or export CUDA_VISIBLE_DEVICES=0",
+        )
+    problem = _invalid_visible_device(value, facts)
+    if problem:
+        fix = f"export CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(count)) or 0}"
+        return Verdict(Status.FAILURE, problem, why, fix)
+    return Verdict(Status.OK, f"CUDA_VISIBLE_DEVICES={value}.", why)
+
+
+def _invalid_visible_device(value: str, facts: EnvFacts) -> str:
+    """Why a CUDA_VISIBLE_DEVICES list hides GPUs (CUDA stops at the first invalid entry), or ""."""
+    count = gpu_count(facts)
+    uuids = [device.uuid or "" for device in facts.nvml.devices]
+    for position, token in enumerate(part.strip() for part in value.split(",")):
+        if token.isdigit():
+            if facts.nvml.error is None and int(token) >= count:
+                later = " and everything after it" if position < len(value.split(",")) - 1 else ""
+                return (
+                    f"CUDA_VISIBLE_DEVICES={value}: GPU {token} does not exist (this machine has {count}); "
+                    f"CUDA ignores it{later}."
+                )
+        elif token.startswith(("GPU-", "MIG-")):
+            if uuids and token.startswith("GPU-") and not any(uuid.startswith(token) for uuid in uuids):
+                return f"CUDA_VISIBLE_DEVICES={value}: no GPU has UUID {token}."
+        else:
+            return f"CUDA_VISIBLE_DEVICES={value}: {token!r} is not a GPU index or UUID; CUDA stops there."
+    return ""
+
+
+@check("gpu_processes", "Other processes on the GPU")
+def check_gpu_processes(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "Memory held by other processes is memory your training cannot use (CUDA_ERROR_OUT_OF_MEMORY)."
+    if facts.nvml.error is not None or not facts.nvml.devices:
+        return Verdict(Status.SKIPPED, "No GPU to look at.", why)
+    processes = facts.nvml.processes
+    if not processes:
+        return Verdict(Status.OK, "No process holds GPU memory.", why)
+    parts = [
+        f"PID {process.pid} on GPU {process.gpu_index}"
+        + (f" ({process.memory_mib:.0f} MiB)" if process.memory_mib is not None else "")
+        for process in processes
+    ]
+    return Verdict(
+        Status.WARNING,
+        f"{len(processes)} process(es) hold GPU memory: {', '.join(parts)}.",
+        why,
+        "Open the Monitor tab (key 2) to see who they are and stop stale ones, or `nvidia-smi`.",
+        link_tab="monitor",
+    )

@@ -1,0 +1,176 @@
+"""Checks of TensorFlow itself (from the probe): installed and importable, a CUDA build, driver new enough."""
+
+from __future__ import annotations
+
+from tfgpu_tui.env import compat
+from tfgpu_tui.env.check_base import (
+    Verdict,
+    and_cuda_install,
+    check,
+    diagnoses,
+    gpu_count,
+    is_cuda_build,
+    pip_command,
+    target_python,
+    tensorflow_version,
+    tf_cuda,
+)
+from tfgpu_tui.env.facts import EnvFacts
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.probe_runner import ProbeRun
+
+
+@check("tensorflow", "TensorFlow installed", needs_probe=True)
+def check_tensorflow(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "Everything else depends on TensorFlow importing in the interpreter you train with."
+    assert probe is not None
+    outcome = probe.outcome
+    if not outcome.ok:
+        return _probe_failure(facts, probe)
+    tf = probe.data.get("tensorflow") or {}
+    if not tf.get("installed"):
+        return Verdict(
+            Status.FAILURE,
+            f"TensorFlow is not installed in {target_python(facts)} ({tf.get('error')}).",
+            why,
+            and_cuda_install(facts, None),
+        )
+    if tf.get("error"):
+        return Verdict(
+            Status.FAILURE,
+            f"`import tensorflow` fails: {tf.get('error_type')}: {tf.get('error')}",
+            why,
+            pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
+            + "   # in a fresh venv if it keeps failing",
+        )
+    version = tf.get("version")
+    if probe.data.get("probe_errors"):
+        return Verdict(
+            Status.WARNING,
+            f"TensorFlow {version} imports, but inspecting it failed: "
+            + "; ".join(probe.data["probe_errors"]),
+            why,
+            pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
+            + "   # a broken or partial install",
+        )
+    python = (probe.data.get("python") or {}).get("version") or facts.interpreter.version
+    text = f"TensorFlow {version} (import took {tf.get('import_seconds', 0):.1f} s) on Python {python}."
+    row = compat.build_row_for(version)
+    python_mm = compat.major_minor(python)
+    if row is not None and python_mm is not None and not row.supports_python(python_mm):
+        return Verdict(
+            Status.WARNING,
+            f"{text} TF {row.tf_version} was tested with Python {row.python_range} only.",
+            why,
+            f"Use a Python {row.python_range} venv, or a TensorFlow release tested with Python {python}.",
+        )
+    if row is None:
+        text += " (not in the tested-build table; newer than it, or a nightly)"
+    return Verdict(Status.OK, text, why)
+
+
+def _probe_failure(facts: EnvFacts, probe: ProbeRun) -> Verdict:
+    outcome = probe.outcome
+    causes = diagnoses(probe)
+    why = "Without a working TensorFlow import no other TensorFlow check can run."
+    cause = f" Likely cause: {causes[0].meaning}" if causes else ""
+    fix = causes[0].fix if causes else ""
+    if outcome.error_kind in ("interpreter_missing", "interpreter_unusable"):
+        fix = "Pass the interpreter you train with: `tfgpu-tui check --python ~/venv/bin/python`."
+    elif outcome.error_kind == "timeout":
+        fix = fix or (
+            f'Time it yourself: `{target_python(facts)} -c "import tensorflow"`; a GPU stuck in a bad state '
+            "(see `nvidia-smi`) can hang CUDA initialisation; raise the limit with `--timeout`."
+        )
+    elif not fix:
+        fix = f'Run `{target_python(facts)} -c "import tensorflow"` to see the full error.'
+    return Verdict(Status.FAILURE, outcome.message + cause, why, fix)
+
+
+@check("cpu_only_build", "GPU-enabled TensorFlow build", needs_tensorflow=True)
+def check_cpu_only_build(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = "A CPU-only build never uses the GPU, whatever drivers and libraries are installed."
+    version = tensorflow_version(facts, probe)
+    distributions = facts.interpreter.tensorflow_distributions
+    names = ", ".join(f"{name} {ver}" for name, ver in distributions.items()) or "tensorflow"
+    if is_cuda_build(facts, probe):
+        if len(distributions) > 1:
+            return Verdict(
+                Status.WARNING,
+                f"A CUDA build, but several TensorFlow packages are installed ({names}); they overwrite "
+                "each other's files.",
+                why,
+                pip_command(facts, f"uninstall -y {' '.join(distributions)}")
+                + " && "
+                + and_cuda_install(facts, version),
+            )
+        cuda = tf_cuda(facts, probe)
+        return Verdict(Status.OK, f"A CUDA build ({names}, CUDA {cuda or '?'}).", why)
+    uninstall = " ".join(distributions) or "tensorflow-cpu"
+    fix = pip_command(facts, f"uninstall -y {uninstall}") + " && " + and_cuda_install(facts, version)
+    if facts.nvml.devices:
+        return Verdict(
+            Status.FAILURE,
+            f"TensorFlow is a CPU-only build ({names}, is_cuda_build=False) on a machine with "
+            f"{gpu_count(facts)} NVIDIA GPU(s).",
+            why,
+            fix,
+        )
+    return Verdict(
+        Status.WARNING, f"TensorFlow is a CPU-only build ({names}); no NVIDIA GPU here either.", why, fix
+    )
+
+
+@check("driver_cuda", "Driver new enough for TensorFlow's CUDA", needs_tensorflow=True)
+def check_driver_cuda(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+    why = (
+        "A driver older than TF's CUDA runtime fails with 'CUDA driver version is insufficient for CUDA "
+        "runtime version' and TensorFlow falls back to the CPU."
+    )
+    skipped = _needs_cuda_and_driver(facts, probe)
+    if skipped:
+        return skipped
+    cuda = tf_cuda(facts, probe)
+    requirement = compat.driver_requirement(cuda)
+    driver_text = facts.nvml.driver.driver_version if facts.nvml.driver else None
+    driver = compat.version_tuple(driver_text)
+    if requirement is None or driver is None:
+        return Verdict(Status.SKIPPED, f"No driver table entry for CUDA {cuda} or driver {driver_text}.", why)
+    hard, recommended = requirement.hard_floor_text, requirement.recommended_text
+    if driver < requirement.hard_floor:
+        return Verdict(
+            Status.FAILURE,
+            f"Driver {driver_text} is older than CUDA {cuda} allows (needs >= {hard}; "
+            f"CUDA {requirement.recommended_for} ships with {recommended}).",
+            why,
+            _driver_fix(facts, recommended, driver),
+        )
+    if driver < requirement.recommended:
+        return Verdict(
+            Status.WARNING,
+            f"Driver {driver_text} runs CUDA {cuda} only through minor-version compatibility "
+            f"(>= {hard}); CUDA {requirement.recommended_for} asks for >= {recommended}.",
+            "Features that need a newer driver fail, and XLA's ptxas disables parallel compilation.",
+            _driver_fix(facts, recommended, driver),
+        )
+    return Verdict(Status.OK, f"Driver {driver_text} >= {recommended} (CUDA {cuda}).", why)
+
+
+def _needs_cuda_and_driver(facts: EnvFacts, probe: ProbeRun | None) -> Verdict | None:
+    if not is_cuda_build(facts, probe):
+        return Verdict(Status.SKIPPED, "Not a CUDA build of TensorFlow.")
+    if facts.nvml.error is not None or facts.nvml.driver is None:
+        return Verdict(Status.SKIPPED, "No NVIDIA driver to compare with.")
+    return None
+
+
+def _driver_fix(facts: EnvFacts, recommended: str, driver: tuple[int, ...]) -> str:
+    """Upgrade the driver, or install the newest TF whose CUDA this driver still runs."""
+    fix = f"Upgrade the NVIDIA driver to >= {recommended} (e.g. `sudo ubuntu-drivers install`, then reboot)"
+    for row in compat.build_matrix():
+        requirement = compat.driver_requirement(row.cuda)
+        if requirement is not None and requirement.recommended <= driver:
+            return f"{fix}, or use TF {row.tf_version} (CUDA {row.cuda}): " + and_cuda_install(
+                facts, row.tf_version
+            )
+    return fix + "."

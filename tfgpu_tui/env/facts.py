@@ -1,0 +1,280 @@
+"""Facts about the environment that need no TensorFlow: driver and GPUs, the target interpreter and its
+packages, CUDA libraries on disk, environment variables, nvcc.
+
+Each fact that touches the outside world has one collector here; the checks receive plain dataclasses.
+Every collector is fast (well under a second) and never raises: a failure becomes an ``error`` string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tfgpu_tui.env.children import run_child
+from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
+
+# Libraries TensorFlow's GPU support loads (the stem before ".so").
+CUDA_LIBRARIES = (
+    "libcudart",
+    "libcudnn",
+    "libcublas",
+    "libcublasLt",
+    "libcufft",
+    "libcusolver",
+    "libcusparse",
+    "libcurand",
+    "libnccl",
+    "libnvrtc",
+)
+WATCHED_ENV_VARS = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TF_CPP_MIN_LOG_LEVEL",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_GPU_ALLOCATOR",
+    "XLA_FLAGS",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+)
+CHILD_TIMEOUT_SECONDS = 20.0
+_LIB_NAME = re.compile(r"^(?P<stem>lib[A-Za-z]+)\.so(?:\.(?P<version>\d+(?:\.\d+)*))?$")
+
+# Run by the target interpreter: its version, prefixes, the relevant installed distributions and where the
+# pip NVIDIA libraries and TensorFlow live. Standard library only, Python 3.6+ syntax.
+INTERPRETER_SCRIPT = r"""
+import glob, json, os, sys
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+import importlib.util
+WANTED = ("nvidia-", "tensorflow", "tf-nightly", "tf-keras", "keras", "tensorrt", "jax")
+packages = {}
+if metadata is not None:
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith(WANTED):
+            packages[name] = dist.version
+libs = []
+for entry in sys.path:
+    if os.path.isdir(os.path.join(entry, "nvidia")):
+        libs.extend(sorted(glob.glob(os.path.join(entry, "nvidia", "*", "lib", "lib*.so*"))))
+try:
+    spec = importlib.util.find_spec("tensorflow")
+    tf_dir = os.path.dirname(spec.origin) if spec and spec.origin else None
+except Exception:
+    tf_dir = None
+print(json.dumps({
+    "version": "%d.%d.%d" % sys.version_info[:3],
+    "executable": sys.executable,
+    "prefix": sys.prefix,
+    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+    "real_prefix": getattr(sys, "real_prefix", None),
+    "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+    "packages": packages,
+    "pip_libraries": libs,
+    "tensorflow_dir": tf_dir,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class LibraryFile:
+    """One CUDA library file found on disk.
+
+    Attributes:
+        stem: e.g. ``libcudnn``.
+        version: from the file name (the resolved one for symlinks), e.g. (9, 3, 0); None when unversioned.
+        path: where it is.
+        origin: ``pip`` (site-packages/nvidia), ``ldconfig`` (system cache) or ``LD_LIBRARY_PATH``.
+    """
+
+    stem: str
+    version: tuple[int, ...] | None
+    path: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class InterpreterFacts:
+    """The target interpreter, asked directly (a tiny child process, no TensorFlow import)."""
+
+    python: str
+    error: str = ""
+    version: str | None = None
+    executable: str | None = None
+    prefix: str | None = None
+    kind: str | None = None  # venv | conda | system
+    packages: dict[str, str] = field(default_factory=dict)
+    pip_libraries: list[LibraryFile] = field(default_factory=list)
+    tensorflow_dir: str | None = None
+
+    @property
+    def tensorflow_distributions(self) -> dict[str, str]:
+        """Installed TensorFlow distributions (tensorflow, tensorflow-cpu, tf-nightly ...) -> version."""
+        return {
+            name: version
+            for name, version in self.packages.items()
+            if name.startswith(("tensorflow", "tf-nightly"))
+            and name not in ("tensorflow-estimator", "tensorflow-io-gcs-filesystem", "tensorflow-hub")
+            and not name.startswith(("tensorflow-io", "tensorflow-datasets", "tensorflow-probability"))
+        }
+
+
+@dataclass(frozen=True)
+class NvccFacts:
+    """nvcc on PATH (informational: TensorFlow pip wheels do not use it)."""
+
+    path: str | None
+    release: str | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class EnvFacts:
+    """Everything known before TensorFlow is imported."""
+
+    nvml: NvmlFacts
+    interpreter: InterpreterFacts
+    system_libraries: list[LibraryFile]
+    ld_library_path: list[LibraryFile]
+    ld_library_dirs: list[str]
+    env_vars: dict[str, str]
+    nvcc: NvccFacts
+    collect_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (tuples become lists)."""
+        return asdict(self)
+
+
+def library_from_path(path: str, origin: str) -> LibraryFile | None:
+    """A LibraryFile for a CUDA library path (version read from the resolved file name), else None."""
+    match = _LIB_NAME.match(os.path.basename(path))
+    if not match or match.group("stem") not in CUDA_LIBRARIES:
+        return None
+    resolved = _LIB_NAME.match(os.path.basename(os.path.realpath(path)))
+    text = (resolved.group("version") if resolved else None) or match.group("version")
+    version = tuple(int(part) for part in text.split(".")) if text else None
+    return LibraryFile(match.group("stem"), version, path, origin)
+
+
+def _libraries(paths: list[str], origin: str) -> list[LibraryFile]:
+    found = (library_from_path(path, origin) for path in paths)
+    return [library for library in found if library is not None]
+
+
+def parse_ldconfig(output: str) -> list[LibraryFile]:
+    """CUDA libraries in `ldconfig -p` output (lines like "libcudnn.so.8 (libc6,x86-64) => /path")."""
+    paths = [line.split("=>", 1)[1].strip() for line in output.splitlines() if "=>" in line]
+    return _libraries(paths, "ldconfig")
+
+
+def system_libraries() -> list[LibraryFile]:
+    """CUDA libraries in the dynamic linker's cache."""
+    ldconfig = shutil.which("ldconfig") or next(
+        (path for path in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.path.exists(path)), None
+    )
+    if ldconfig is None:
+        return []
+    try:
+        result = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_ldconfig(result.stdout)
+
+
+def ld_library_path_libraries(value: str) -> list[LibraryFile]:
+    """CUDA libraries in each directory of an LD_LIBRARY_PATH value, in search order."""
+    found: list[LibraryFile] = []
+    for directory in (part for part in value.split(":") if part):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        found += _libraries([os.path.join(directory, name) for name in names], "LD_LIBRARY_PATH")
+    return found
+
+
+def interpreter_kind(data: dict[str, Any]) -> str:
+    """venv, conda or system, from the interpreter's own prefixes."""
+    if data.get("conda"):
+        return "conda"
+    if data.get("real_prefix") or data.get("prefix") != data.get("base_prefix"):
+        return "venv"
+    return "system"
+
+
+def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> InterpreterFacts:
+    """Ask the target interpreter about itself; a missing or broken one gives ``error``."""
+    try:
+        result = run_child([python, "-c", INTERPRETER_SCRIPT], timeout, text=True)
+    except FileNotFoundError:
+        return InterpreterFacts(python, error=f"No Python interpreter at {python}.")
+    except PermissionError:
+        return InterpreterFacts(python, error=f"{python} is not executable.")
+    except subprocess.TimeoutExpired:
+        return InterpreterFacts(python, error=f"{python} did not answer within {timeout:g} s.")
+    except OSError as error:
+        return InterpreterFacts(python, error=f"{python} could not be started: {error.strerror or error}.")
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return InterpreterFacts(python, error=f"{python} is not a working Python 3 interpreter ({last}).")
+    return InterpreterFacts(
+        python=python,
+        version=data.get("version"),
+        executable=data.get("executable"),
+        prefix=data.get("prefix"),
+        kind=interpreter_kind(data),
+        packages=dict(data.get("packages") or {}),
+        pip_libraries=_libraries(list(data.get("pip_libraries") or []), "pip"),
+        tensorflow_dir=data.get("tensorflow_dir"),
+    )
+
+
+_NVCC_RELEASE = re.compile(r"release (?P<release>[\d.]+), V(?P<full>[\d.]+)")
+
+
+def nvcc_facts() -> NvccFacts:
+    """nvcc's path and release, if it is on PATH or in /usr/local/cuda/bin."""
+    path = shutil.which("nvcc") or next(
+        (p for p in ("/usr/local/cuda/bin/nvcc",) if os.access(p, os.X_OK)), None
+    )
+    if path is None:
+        return NvccFacts(None)
+    try:
+        result = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as error:
+        return NvccFacts(path, error=str(error))
+    match = _NVCC_RELEASE.search(result.stdout)
+    if not match:
+        return NvccFacts(path, error="could not read its version")
+    return NvccFacts(path, match.group("full"))
+
+
+def collect_facts(python: str, environ: dict[str, str] | None = None) -> EnvFacts:
+    """All TensorFlow-free facts for the target interpreter `python`."""
+    started = time.perf_counter()
+    env = dict(os.environ if environ is None else environ)
+    ld_path = env.get("LD_LIBRARY_PATH", "")
+    return EnvFacts(
+        nvml=read_nvml_facts(),
+        interpreter=interpreter_facts(python),
+        system_libraries=system_libraries(),
+        ld_library_path=ld_library_path_libraries(ld_path),
+        ld_library_dirs=[part for part in ld_path.split(":") if part],
+        env_vars={name: env[name] for name in WATCHED_ENV_VARS if name in env},
+        nvcc=nvcc_facts(),
+        collect_seconds=time.perf_counter() - started,
+    )

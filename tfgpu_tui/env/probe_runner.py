@@ -1,0 +1,157 @@
+"""Run `tf_probe.py` with the target interpreter in a child process: timeout, crash and bad-output handling.
+
+The one place that starts the TensorFlow probe. Never raises for a bad interpreter, a crash or a hang: the
+outcome says what happened in words a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfgpu_tui.env.children import run_child
+
+PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
+STDERR_LIMIT_CHARS = 200_000
+# TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose.
+PROBE_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass
+class ProbeOutcome:
+    """What one probe run produced.
+
+    Attributes:
+        error_kind: None on success; else ``interpreter_missing`` | ``interpreter_unusable`` | ``timeout`` |
+            ``crashed`` | ``bad_output``.
+        message: what went wrong, in one sentence (empty on success).
+        data: the probe's JSON object (None unless it printed one).
+        stderr: all TensorFlow wrote to stderr (its C++ log included); the middle is left out when huge.
+        seconds: wall time of the child process.
+        returncode: the child's exit status (None when it never ran or was killed for the timeout).
+        extra_env: environment variables added for this run (e.g. the VLOG re-run).
+    """
+
+    error_kind: str | None
+    message: str
+    data: dict[str, Any] | None
+    stderr: str
+    seconds: float
+    returncode: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+
+def _text(raw: bytes | str | None) -> str:
+    if raw is None:
+        return ""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if len(text) <= STDERR_LIMIT_CHARS:
+        return text
+    half = STDERR_LIMIT_CHARS // 2  # the head holds the library loading, the tail the latest errors
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+
+
+def _last_json_object(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _ending(returncode: int) -> str:
+    """How the child ended, in words ("was killed by SIGSEGV", "exited with status 1")."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+def run_probe(python: str, timeout: float, extra_env: dict[str, str] | None = None) -> ProbeOutcome:
+    """Run the probe with interpreter `python`; never raises.
+
+    Args:
+        python: the target interpreter's path (or a name on PATH).
+        timeout: seconds before the child is killed.
+        extra_env: variables added to the child's environment (on top of PROBE_ENV).
+    """
+    env = {**os.environ, **PROBE_ENV, **(extra_env or {})}
+    started = time.perf_counter()
+    try:
+        completed = run_child([python, str(PROBE_SCRIPT)], timeout, env)
+    except FileNotFoundError:
+        return ProbeOutcome(
+            "interpreter_missing", f"No Python interpreter at {python}.", None, "", 0.0, None, extra_env or {}
+        )
+    except PermissionError:
+        return ProbeOutcome(
+            "interpreter_unusable", f"{python} is not executable.", None, "", 0.0, None, extra_env or {}
+        )
+    except OSError as error:
+        message = f"{python} could not be started: {error.strerror or error}."
+        return ProbeOutcome("interpreter_unusable", message, None, "", 0.0, None, extra_env or {})
+    except subprocess.TimeoutExpired as expired:
+        seconds = time.perf_counter() - started
+        message = f"The TensorFlow probe did not finish within {timeout:g} s and was stopped."
+        return ProbeOutcome("timeout", message, None, _text(expired.stderr), seconds, None, extra_env or {})
+    seconds = time.perf_counter() - started
+    stderr = _text(completed.stderr)
+    data = _last_json_object(_text(completed.stdout))
+    if data is not None and "probe_version" in data:
+        return ProbeOutcome(None, "", data, stderr, seconds, completed.returncode, extra_env or {})
+    if completed.returncode != 0:
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
+        message = f"The TensorFlow probe {_ending(completed.returncode)}: {last}"
+        return ProbeOutcome("crashed", message, None, stderr, seconds, completed.returncode, extra_env or {})
+    message = "The TensorFlow probe printed no result (is this a Python interpreter?)."
+    return ProbeOutcome("bad_output", message, None, stderr, seconds, completed.returncode, extra_env or {})
+
+
+@dataclass
+class ProbeRun:
+    """The probe's outcome, plus the VLOG re-run made to learn which GPU library failed to load."""
+
+    outcome: ProbeOutcome
+    retry: ProbeOutcome | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The probe's JSON object ({} when it printed none)."""
+        return self.outcome.data or {}
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        """TensorFlow's log lines from both runs."""
+        lines = self.outcome.stderr.splitlines()
+        return lines + (self.retry.stderr.splitlines() if self.retry is not None else [])
+
+
+def needs_vlog_retry(outcome: ProbeOutcome) -> bool:
+    """True for a CUDA build that found no GPU: only a VLOG re-run names the library that failed to load."""
+    data = outcome.data or {}
+    build = data.get("build_info") or {}
+    cuda_build = build.get("is_cuda_build", data.get("built_with_cuda"))
+    return outcome.ok and bool(cuda_build) and not data.get("physical_gpus")
+
+
+def run_probe_with_retry(python: str, timeout: float) -> ProbeRun:
+    """Run the probe; on a CUDA build with no GPU, run it once more with TF_CPP_MAX_VLOG_LEVEL=1."""
+    outcome = run_probe(python, timeout)
+    if not needs_vlog_retry(outcome):
+        return ProbeRun(outcome)
+    return ProbeRun(outcome, run_probe(python, timeout, {"TF_CPP_MAX_VLOG_LEVEL": "1"}))

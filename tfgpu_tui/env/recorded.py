@@ -1,0 +1,98 @@
+"""Recorded environments: facts and probe output saved as JSON, replayed without a GPU or TensorFlow.
+
+Used by the tests (``tests/fixtures/env/*.json``) and the `--demo` Environment tab. A recording holds
+``nvml``, ``interpreter``, ``system_libraries``, ``ld_library_path``, ``ld_library_dirs``, ``env_vars``,
+``nvcc`` (the shape of ``EnvFacts.as_dict()``) plus ``probe`` (the probe's JSON object, or null when it
+failed), ``probe_error`` ({kind, message}), ``stderr`` and ``retry_stderr`` (null when there was no re-run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts
+from tfgpu_tui.env.nvml_facts import NvmlFacts
+from tfgpu_tui.env.probe_runner import ProbeOutcome, ProbeRun
+from tfgpu_tui.gpu.model import DeviceInfo, DriverInfo, NvmlUnavailable
+from tfgpu_tui.gpu.source import GpuProcess
+
+DEMO_RECORDING = "demo_environment.json"
+
+
+def _library(data: dict[str, Any]) -> LibraryFile:
+    version = data.get("version")
+    return LibraryFile(data["stem"], tuple(version) if version else None, data["path"], data["origin"])
+
+
+def _nvml(data: dict[str, Any]) -> NvmlFacts:
+    error = data.get("error")
+    driver = data.get("driver")
+    devices = [
+        DeviceInfo(**{**device, "compute_capability": tuple(device["compute_capability"] or ()) or None})
+        for device in data.get("devices", [])
+    ]
+    return NvmlFacts(
+        NvmlUnavailable(**error) if error else None,
+        DriverInfo(**driver) if driver else None,
+        devices,
+        [GpuProcess(**{"sm_percent": None, **process}) for process in data.get("processes", [])],
+    )
+
+
+def facts_from_dict(data: dict[str, Any]) -> EnvFacts:
+    """EnvFacts from its JSON form."""
+    interpreter = dict(data["interpreter"])
+    interpreter["pip_libraries"] = [_library(item) for item in interpreter.get("pip_libraries", [])]
+    return EnvFacts(
+        nvml=_nvml(data["nvml"]),
+        interpreter=InterpreterFacts(**interpreter),
+        system_libraries=[_library(item) for item in data.get("system_libraries", [])],
+        ld_library_path=[_library(item) for item in data.get("ld_library_path", [])],
+        ld_library_dirs=list(data.get("ld_library_dirs", [])),
+        env_vars=dict(data.get("env_vars", {})),
+        nvcc=NvccFacts(**data.get("nvcc", {"path": None})),
+    )
+
+
+def probe_from_dict(data: dict[str, Any]) -> ProbeRun:
+    """The ProbeRun a recording describes (with its VLOG re-run when it has one)."""
+    error = data.get("probe_error") or {}
+    outcome = ProbeOutcome(
+        error.get("kind"), error.get("message", ""), data.get("probe"), data.get("stderr", ""), 5.0, 0
+    )
+    retry_stderr = data.get("retry_stderr")
+    if retry_stderr is None:
+        return ProbeRun(outcome)
+    retry = ProbeOutcome(None, "", data.get("probe"), retry_stderr, 5.0, 0, {"TF_CPP_MAX_VLOG_LEVEL": "1"})
+    return ProbeRun(outcome, retry)
+
+
+def load_recording(path: Path) -> tuple[EnvFacts, ProbeRun]:
+    """Facts and probe run from a recording file."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return facts_from_dict(data), probe_from_dict(data)
+
+
+def demo_recording() -> tuple[EnvFacts, ProbeRun]:
+    """The shipped demo environment (a GPU machine with problems worth showing), for `--demo`."""
+    text = resources.files("tfgpu_tui.data").joinpath(DEMO_RECORDING).read_text(encoding="utf-8")
+    data = json.loads(text)
+    return facts_from_dict(data), probe_from_dict(data)
+
+
+def recording_dict(facts: EnvFacts, probe: ProbeRun) -> dict[str, Any]:
+    """A recording of a real run (the inverse of load_recording)."""
+    outcome = probe.outcome
+    data = asdict(facts)
+    data.pop("collect_seconds", None)
+    data["probe"] = outcome.data
+    data["probe_error"] = (
+        {"kind": outcome.error_kind, "message": outcome.message} if outcome.error_kind else None
+    )
+    data["stderr"] = outcome.stderr
+    data["retry_stderr"] = probe.retry.stderr if probe.retry is not None else None
+    return data

@@ -1,0 +1,83 @@
+"""Run the whole environment check: fast findings first, TensorFlow findings after the probe.
+
+Used by `tfgpu-tui check` and the Environment tab (from a worker thread). Blocking; never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tfgpu_tui.env import checks
+from tfgpu_tui.env.facts import EnvFacts, collect_facts
+from tfgpu_tui.env.findings import EnvReport
+from tfgpu_tui.env.probe_runner import ProbeRun, run_probe_with_retry
+
+
+def summary_facts(facts: EnvFacts, probe: ProbeRun | None) -> dict[str, Any]:
+    """The facts of `check --json`: the headline values first, then everything collected."""
+    driver = facts.nvml.driver
+    data = probe.data if probe is not None else {}
+    build = data.get("build_info") or {}
+    tf = data.get("tensorflow") or {}
+    summary: dict[str, Any] = {
+        "python": facts.interpreter.python,
+        "python_version": facts.interpreter.version,
+        "driver_version": driver.driver_version if driver else None,
+        "cuda_driver_version": driver.cuda_driver_version if driver else None,
+        "nvml_error": facts.nvml.error.message if facts.nvml.error else None,
+        "tf_version": tf.get("version"),
+        "tf_is_cuda_build": build.get("is_cuda_build"),
+        "tf_build_cuda": build.get("cuda_version"),
+        "tf_build_cudnn": build.get("cudnn_version"),
+        "tf_compute_capabilities": build.get("cuda_compute_capabilities"),
+        "gpus_nvml": [
+            {
+                "index": device.index,
+                "name": device.name,
+                "compute_capability": list(device.compute_capability) if device.compute_capability else None,
+                "memory_total_mib": device.memory_total_mib,
+            }
+            for device in facts.nvml.devices
+        ],
+        "gpus_tf": data.get("physical_gpus") if probe is not None else None,
+        "placement": data.get("placement"),
+    }
+    if probe is not None:
+        summary["probe"] = {
+            "seconds": round(probe.outcome.seconds, 3),
+            "error_kind": probe.outcome.error_kind,
+            "message": probe.outcome.message,
+            "vlog_rerun": probe.retry is not None,
+        }
+    summary["environment"] = facts.as_dict()
+    return summary
+
+
+def fast_report(facts: EnvFacts) -> EnvReport:
+    """Findings that need no TensorFlow (the TensorFlow ones pending)."""
+    return EnvReport(checks.evaluate(facts), summary_facts(facts, None), complete=False)
+
+
+def full_report(facts: EnvFacts, probe: ProbeRun) -> EnvReport:
+    """Every finding, once the probe has answered."""
+    return EnvReport(checks.evaluate(facts, probe), summary_facts(facts, probe), complete=True)
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One complete environment check: the report and what it was made from."""
+
+    report: EnvReport
+    facts: EnvFacts
+    probe: ProbeRun
+
+
+def run_check(python: str, timeout: float, on_fast: Callable[[EnvReport], None] | None = None) -> CheckRun:
+    """Collect facts, report the fast findings through `on_fast`, run the probe, return the full report."""
+    facts = collect_facts(python)
+    if on_fast is not None:
+        on_fast(fast_report(facts))
+    probe = run_probe_with_retry(python, timeout)
+    return CheckRun(full_report(facts, probe), facts, probe)
