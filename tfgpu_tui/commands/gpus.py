@@ -1,17 +1,172 @@
-"""`tfgpu-tui gpus` (placeholder until its issue lands)."""
+"""`tfgpu-tui gpus`: a one-shot (or --watch) table of GPUs, their processes and alerts, or --json."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import socket
+import sys
+import time
+
+from tfgpu_tui.gpu.export import snapshot_dict
+from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow, Snapshot
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
+
+CPU_WINDOW_SECONDS = 0.25  # a one-shot run samples twice this far apart so CPU % means something
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+TABLE_HEADER = (
+    f"{'GPU':>3} {'PID':>8} {'USER':<10} {'GPU-MiB':>8} {'SM%':>4} {'CPU%':>5} {'HOST-MiB':>8} {'TIME':>8}  "
+    "COMMAND"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `gpus` subcommand."""
-    parser = subparsers.add_parser("gpus", help="(not built yet)")
+    from tfgpu_tui.cli import interval_seconds
+
+    parser = subparsers.add_parser(
+        "gpus",
+        help="print GPUs, their processes and alerts (like gpustat)",
+        description="Print every GPU, the processes holding it (and TensorFlow processes on the CPU) and "
+        "the alerts, once or with --watch. Exits 1 when there is nothing to monitor (no driver).",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object (JSON lines with --watch)")
+    parser.add_argument("--watch", action="store_true", help="refresh every --interval seconds until Ctrl-C")
+    parser.add_argument(
+        "--demo", action="store_true", default=argparse.SUPPRESS, help="use the simulated GPUs (SIMULATED)"
+    )
+    parser.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help=f"refresh interval for --watch (default 1, minimum {MIN_INTERVAL_SECONDS})",
+    )
     parser.set_defaults(func=run)
 
 
+def _num(value: float | None, fmt: str = ".0f", na: str = "N/A") -> str:
+    return na if value is None else format(value, fmt)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d{hours:02d}h"
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def device_line(device: DeviceSample) -> str:
+    """One gpustat-like line for a GPU."""
+    if device.lost:
+        return f"[{device.index}] {device.name:<24} | ((GPU is lost))"
+    memory = f"{_num(device.memory_used_mib):>6} / {_num(device.memory_total_mib):>6} MiB"
+    power = f"{_num(device.power_w)} / {_num(device.power_limit_w)} W"
+    fan = f"fan {_num(device.fan_percent)}{'' if device.fan_percent is None else ' %'}"
+    load = f"{_num(device.temperature_c):>3}°C {_num(device.utilization_percent):>3} %"
+    return (
+        f"[{device.index}] {device.name:<24} | {load} | {memory} | {power:>13} | {fan} | "
+        f"SM {_num(device.sm_clock_mhz)} MHz | "
+        f"P{_num(device.performance_state, 'd', '?')}"
+    )
+
+
+def process_command(row: ProcessRow) -> str:
+    """The command column: the notebook for Jupyter kernels, a marker for unresolved rows."""
+    if row.host_state is not HostState.OK:
+        return f"<{row.host_state.value}>"
+    command = row.command or ""
+    if row.jupyter is not None:
+        notebook = row.jupyter.notebook_path or f"kernel {row.jupyter.kernel_id}"
+        command = f"[jupyter] {notebook}"
+    return ("[TF] " if row.tensorflow_loaded else "") + command
+
+
+def process_line(row: ProcessRow) -> str:
+    """One row of the process table."""
+    gpu = "cpu" if row.gpu_index is None else str(row.gpu_index)
+    return (
+        f"{gpu:>3} {row.pid:>8} {(row.user or '-')[:10]:<10} {_num(row.gpu_memory_mib, '.0f', '-'):>8} "
+        f"{_num(row.sm_percent, '.0f', '-'):>4} {_num(row.cpu_percent, '.0f', '-'):>5} "
+        f"{_num(row.host_memory_mib, '.0f', '-'):>8} {_duration(row.running_seconds):>8}  "
+        f"{process_command(row)}"
+    )
+
+
+def render(snapshot: Snapshot) -> str:
+    """The whole report as text."""
+    driver = snapshot.driver
+    head = f"{socket.gethostname()}  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snapshot.timestamp))}"
+    if driver:
+        head += f"  driver {driver.driver_version or '?'}  CUDA {driver.cuda_driver_version or '?'}"
+    if snapshot.simulated:
+        head += "  [SIMULATED]"
+    lines = [head]
+    if snapshot.error:
+        lines += [f"No GPU to monitor: {snapshot.error.message}", f"  fix: {snapshot.error.fix}"]
+    lines += [device_line(d) for d in snapshot.devices]
+    if snapshot.host:
+        host = snapshot.host
+        lines.append(
+            f"host: CPU {host.cpu_percent:.0f} % of {host.cpu_count} cores, "
+            f"memory {host.memory_used_mib:.0f} / {host.memory_total_mib:.0f} MiB"
+        )
+    if snapshot.processes:
+        lines.append(TABLE_HEADER)
+        lines += [process_line(p) for p in snapshot.processes]
+    for alert in snapshot.alerts:
+        if alert.kind != "no_gpu":
+            lines += [f"! {alert.message}", f"  fix: {alert.fix}"]
+    return "\n".join(lines)
+
+
+def _wait(seconds: float) -> None:
+    """Sleep between refreshes (a seam for tests)."""
+    time.sleep(seconds)
+
+
+def _take(sampler: Sampler, first: bool) -> Snapshot:
+    if first:
+        sampler.sample()
+        _wait(CPU_WINDOW_SECONDS)
+    return sampler.sample()
+
+
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    print("tfgpu-tui gpus: not built yet")
-    return 2
+    """Print the report once, or until Ctrl-C with --watch; 1 when there is nothing to monitor."""
+    from tfgpu_tui.cli import settings_from_args
+
+    settings: Settings = settings_from_args(args)
+    host = None
+    if not settings.demo:
+        from tfgpu_tui.gpu.processes import HostInspector
+
+        host = HostInspector(background=args.watch is False)
+    sampler = Sampler(settings, host=host)
+    try:
+        first = True
+        while True:
+            snapshot = _take(sampler, first)
+            if args.json:
+                text = json.dumps(snapshot_dict(snapshot), indent=None if args.watch else 2)
+            else:
+                text = render(snapshot)
+                if sys.stdout.isatty():  # one line per row on a terminal; pipes get the full commands
+                    width = shutil.get_terminal_size().columns
+                    text = "\n".join(line[:width] for line in text.split("\n"))
+                    text = (CLEAR_SCREEN if args.watch else "") + text
+            print(text, flush=True)
+            if snapshot.error is not None:
+                return 1
+            if not args.watch:
+                return 0
+            first = False
+            _wait(settings.interval)
+    finally:
+        sampler.close()

@@ -115,6 +115,7 @@ class ProcessRow:
     create_time: float | None = None
     tensorflow_loaded: bool | None = None
     jupyter: JupyterKernel | None = None
+    parent_pid: int | None = None  # added by the GPU core: a zombie's parent is the one to end
 
     @property
     def identity(self) -> ProcessIdentity:

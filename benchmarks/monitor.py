@@ -1,0 +1,301 @@
+"""Benchmark: the cost of the GPU monitor.
+
+Measures, on this machine:
+  * one refresh (Sampler.sample + the process-table row building) with a simulated 8 GPUs x 64 processes;
+    target < 5 ms;
+  * the same sample against fakenvml (the real nvidia-ml-py, ctypes and /proc path) with the 8x64 scenario
+    of ../shared/fakenvml/scenario_8x64.py, beside bare pynvml calls for the same fields and, where an
+    interpreter with nvitop is available (--nvitop-python, or nvitop importable here), nvitop's own
+    snapshot of devices + processes;
+  * the dashboard (`tfgpu-tui --demo`, and against fakenvml) run in a pseudo-terminal: time to its first
+    frame, CPU use over --seconds at a 1 s interval (target < 1 % of one core), resident memory.
+
+    python benchmarks/monitor.py [--iterations 300] [--seconds 30] [--nvitop-python PATH] [--skip-app]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.settings import Settings
+
+FAKENVML = Path(
+    os.environ.get("TFGPU_FAKENVML_DIR", Path(__file__).resolve().parents[2] / "shared" / "fakenvml")
+)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+TARGET_REFRESH_MS = 5.0
+TARGET_CPU_PERCENT = 1.0
+
+FAKENVML_CHILD = r"""
+import json, statistics, sys, time
+import pynvml
+from tfgpu_tui.gpu.nvml import NvmlSource
+from tfgpu_tui.gpu.processes import HostInspector
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.settings import Settings
+n = int(sys.argv[1])
+sampler = Sampler(Settings(), NvmlSource(), HostInspector())
+for _ in range(5):
+    sampler.sample()
+    time.sleep(0.05)
+ours = []
+for _ in range(n):
+    t = time.perf_counter(); snap = sampler.sample(); ours.append((time.perf_counter() - t) * 1000)
+assert len(snap.devices) == 8 and sum(p.gpu_index is not None for p in snap.processes) == 64, snap.error
+handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+def bare():
+    for h in handles:
+        pynvml.nvmlDeviceGetMemoryInfo(h); pynvml.nvmlDeviceGetUtilizationRates(h)
+        pynvml.nvmlDeviceGetTemperature(h, 0); pynvml.nvmlDeviceGetPowerUsage(h)
+        try: pynvml.nvmlDeviceGetFanSpeed(h)
+        except pynvml.NVMLError: pass
+        pynvml.nvmlDeviceGetClockInfo(h, 1); pynvml.nvmlDeviceGetPerformanceState(h)
+        pynvml.nvmlDeviceGetComputeRunningProcesses(h); pynvml.nvmlDeviceGetGraphicsRunningProcesses(h)
+        try: pynvml.nvmlDeviceGetProcessUtilization(h, 0)
+        except pynvml.NVMLError: pass
+raw = []
+for _ in range(n):
+    t = time.perf_counter(); bare(); raw.append((time.perf_counter() - t) * 1000)
+print(json.dumps({"ours": statistics.median(ours), "ours_p90": sorted(ours)[int(0.9 * n)],
+                  "bare": statistics.median(raw)}))
+"""
+
+NVITOP_CHILD = r"""
+import json, statistics, sys, time
+from nvitop import Device, GpuProcess
+n = int(sys.argv[1])
+devices = Device.all()
+def refresh():
+    snaps = [d.as_snapshot() for d in devices]
+    procs = {}
+    for d in devices:
+        procs.update(d.processes())
+    return snaps, GpuProcess.take_snapshots(procs.values(), failsafe=True)
+for _ in range(5):
+    refresh(); time.sleep(0.05)
+times = []
+for _ in range(n):
+    t = time.perf_counter(); _, p = refresh(); times.append((time.perf_counter() - t) * 1000)
+assert len(p) == 64, len(p)
+print(json.dumps({"nvitop": statistics.median(times)}))
+"""
+
+
+def median_ms(call, iterations: int) -> float:
+    """Median wall time of ``call()`` in milliseconds."""
+    times = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def bench_simulated(iterations: int) -> None:
+    """Refresh cost with the simulated 8 x 64 scene."""
+    sampler = Sampler(Settings(), SimulatedSource(gpus=8, processes_per_gpu=8))
+    try:
+        from tfgpu_tui.ui.widgets.process_table import build_process_rows
+    except ImportError:  # the UI module is optional for this measurement
+        build_process_rows = None
+    snapshot = sampler.sample()
+    sample = median_ms(sampler.sample, iterations)
+    print(f"simulated 8 GPUs x 64 processes ({iterations} refreshes):")
+    print(
+        f"  sample                      median {sample:7.3f} ms   "
+        f"(sampler thread at 1 s: {sample / 10:.2f} % of a core)"
+    )
+    if build_process_rows is not None:
+        rows = median_ms(lambda: build_process_rows(snapshot, "memory"), iterations)
+        both = median_ms(lambda: build_process_rows(sampler.sample(), "memory"), iterations)
+        print(f"  table rows (64)             median {rows:7.3f} ms")
+        print(
+            f"  refresh (sample + rows)     median {both:7.3f} ms   "
+            f"= {both / TARGET_REFRESH_MS:.2f} x the 5 ms target"
+        )
+    else:
+        print(f"  (no UI row builder found)          = {sample / TARGET_REFRESH_MS:.2f} x the 5 ms target")
+
+
+def build_fakenvml(out: Path) -> bool:
+    """Build fakenvml into ``out``; False (with a note) where that is impossible here."""
+    if not (FAKENVML / "build.sh").exists() or shutil.which("gcc") is None:
+        print(f"fakenvml: skipped ({FAKENVML} or gcc missing)")
+        return False
+    subprocess.run(["sh", str(FAKENVML / "build.sh"), str(out)], check=True, capture_output=True)
+    return True
+
+
+def nvitop_python(explicit: str | None) -> str | None:
+    """An interpreter that can import nvitop, or None."""
+    for candidate in filter(None, [explicit, os.environ.get("NVITOP_PYTHON"), sys.executable]):
+        probe = subprocess.run([candidate, "-c", "import nvitop"], capture_output=True)
+        if probe.returncode == 0:
+            return candidate
+    return None
+
+
+def bench_fakenvml(env: dict[str, str], iterations: int, nvitop: str | None) -> None:
+    """Our sample vs bare pynvml calls (and nvitop) against fakenvml's 8 x 64 scenario."""
+    child = subprocess.run(
+        [sys.executable, "-c", FAKENVML_CHILD, str(iterations)], env=env, capture_output=True, text=True
+    )
+    if child.returncode != 0:
+        print(f"fakenvml: child failed: {child.stderr.strip()[-400:]}")
+        return
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    print(f"fakenvml 8 GPUs x 64 live processes ({iterations} samples; real pynvml + ctypes + /proc):")
+    print(
+        f"  tfgpu-tui sample            median {result['ours']:7.3f} ms   (p90 {result['ours_p90']:.3f} ms)"
+    )
+    print(
+        f"  bare pynvml, same fields    median {result['bare']:7.3f} ms   "
+        f"ratio {result['ours'] / result['bare']:.2f}"
+    )
+    if nvitop is None:
+        print("  nvitop                      not installed (pass --nvitop-python PATH to compare)")
+        return
+    other = subprocess.run(
+        [nvitop, "-c", NVITOP_CHILD, str(iterations)], env=env, capture_output=True, text=True
+    )
+    if other.returncode != 0:
+        print(f"  nvitop                      failed: {other.stderr.strip()[-300:]}")
+        return
+    theirs = json.loads(other.stdout.strip().splitlines()[-1])["nvitop"]
+    print(
+        f"  nvitop 1.x snapshot         median {theirs:7.3f} ms   "
+        f"ratio ours/nvitop {result['ours'] / theirs:.2f}"
+    )
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_in_pty(label: str, argv: list[str], env: dict[str, str], seconds: float, marker: bytes) -> None:
+    """Start ``argv`` in a 120x40 pseudo-terminal; report first-frame time, CPU % over ``seconds``, RSS."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = bytearray()
+    first_frame = threading.Event()
+    frame_at: list[float] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            if not first_frame.is_set():
+                seen.extend(chunk)
+                if marker in seen:
+                    frame_at.append(time.perf_counter() - started)
+                    first_frame.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        if not first_frame.wait(60):
+            print(f"{label}: no first frame within 60 s")
+            return
+        time.sleep(3)  # let start-up work finish before measuring the steady state
+        ticks, t0 = cpu_ticks(process.pid), time.perf_counter()
+        time.sleep(seconds)
+        used = (cpu_ticks(process.pid) - ticks) / CLOCK_TICKS
+        elapsed = time.perf_counter() - t0
+        percent = 100 * used / elapsed
+        print(f"{label}:")
+        print(f"  first frame                 {frame_at[0]:7.2f} s")
+        print(
+            f"  CPU over {elapsed:.0f} s at 1 s interval {percent:5.2f} % of one core   "
+            f"= {percent / TARGET_CPU_PERCENT:.2f} x the 1 % target"
+        )
+        print(f"  resident memory             {rss_mib(process.pid):7.1f} MiB")
+    finally:
+        os.write(master, b"q")
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        os.close(master)
+
+
+def start_scenario(tmp: Path) -> tuple[Path, list[int]]:
+    """Start the 64 sleeps of scenario_8x64.py and write its scenario."""
+    scenario = tmp / "scenario_8x64.txt"
+    out = subprocess.run(
+        [sys.executable, str(FAKENVML / "scenario_8x64.py"), str(scenario), "900"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return scenario, [int(pid) for pid in out.stdout.split()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=30.0, help="CPU measurement window per app run")
+    parser.add_argument("--nvitop-python", default=None, help="an interpreter with nvitop installed")
+    parser.add_argument("--skip-app", action="store_true", help="skip the pseudo-terminal runs of the app")
+    args = parser.parse_args()
+
+    bench_simulated(args.iterations)
+    app = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
+    base_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    if not args.skip_app:
+        run_in_pty(
+            "dashboard --demo (simulated 2 GPUs)", [*app, "--demo"], base_env, args.seconds, b"SIMULATED"
+        )
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        if not build_fakenvml(tmp / "lib"):
+            return 0
+        scenario, pids = start_scenario(tmp)
+        env = {**base_env, "LD_LIBRARY_PATH": str(tmp / "lib"), "FAKE_NVML_SCENARIO": str(scenario)}
+        try:
+            nvitop = nvitop_python(args.nvitop_python)
+            bench_fakenvml(env, args.iterations, nvitop)
+            if not args.skip_app:
+                run_in_pty("dashboard against fakenvml 8x64", app, env, args.seconds, b"H200")
+                nvitop_bin = Path(nvitop).parent / "nvitop" if nvitop else None
+                if nvitop_bin and nvitop_bin.exists():
+                    label = "baseline: nvitop --interval 1, same scenario"
+                    run_in_pty(label, [str(nvitop_bin), "--interval", "1"], env, args.seconds, b"NVITOP")
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 15)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

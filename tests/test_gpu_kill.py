@@ -1,0 +1,196 @@
+"""The safe kill on real child processes: SIGTERM, SIGKILL escalation, PID-reuse guard, refusals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+
+import psutil
+import pytest
+
+from tfgpu_tui.gpu import kill
+from tfgpu_tui.gpu.model import HostState, ProcessIdentity, ProcessRow
+from tfgpu_tui.gpu.processes import HostInspector
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading
+
+IGNORES_SIGTERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+@pytest.fixture
+def child():
+    """A plain child process (sleep), reaped at the end."""
+    process = subprocess.Popen(["sleep", "60"])
+    yield process
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def stubborn():
+    """A child that ignores SIGTERM."""
+    process = subprocess.Popen([sys.executable, "-c", IGNORES_SIGTERM], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    yield process
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def identity(process: subprocess.Popen) -> ProcessIdentity:
+    return ProcessIdentity(process.pid, psutil.Process(process.pid).create_time())
+
+
+@pytest.fixture(params=[True, False], ids=["pidfd", "no-pidfd"])
+def pidfd_mode(request, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Run a test with and without pidfd support."""
+    if request.param and not hasattr(os, "pidfd_open"):
+        pytest.skip("this OS/Python has no pidfd")
+    if not request.param:
+        monkeypatch.setattr(kill, "_open_pidfd", lambda pid: None)
+    return request.param
+
+
+def test_sigterm_ends_a_cooperative_process(child: subprocess.Popen, pidfd_mode: bool) -> None:
+    progress: list[str] = []
+    outcome = kill.terminate_process(identity(child), grace_seconds=5, on_progress=progress.append)
+    assert outcome.result == "ended" and outcome.signals_sent == ("SIGTERM",)
+    assert child.wait(timeout=5) == -signal.SIGTERM
+    assert progress and "SIGTERM" in progress[0]
+
+
+def test_escalates_to_sigkill_when_sigterm_is_ignored(stubborn: subprocess.Popen, pidfd_mode: bool) -> None:
+    outcome = kill.terminate_process(identity(stubborn), grace_seconds=0.3)
+    assert outcome.result == "ended" and outcome.signals_sent == ("SIGTERM", "SIGKILL")
+    assert stubborn.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_recycled_pid_is_never_signalled(child: subprocess.Popen) -> None:
+    stale = ProcessIdentity(child.pid, psutil.Process(child.pid).create_time() - 100)
+    outcome = kill.terminate_process(stale, grace_seconds=0.1)
+    assert outcome.result == "pid_reused" and outcome.signals_sent == ()
+    assert child.poll() is None  # still running, untouched
+
+
+def test_already_gone_and_zombie(child: subprocess.Popen) -> None:
+    ident = identity(child)
+    child.kill()
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited but not reaped: a zombie
+    assert kill.terminate_process(ident, 0.1).result == "already_gone"
+    child.wait()
+    assert kill.terminate_process(ident, 0.1).result == "already_gone"
+
+
+def test_permission_denied_is_reported(child: subprocess.Popen, monkeypatch: pytest.MonkeyPatch) -> None:
+    def deny(*_args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(kill, "_send", deny)
+    outcome = kill.terminate_process(identity(child), 0.1)
+    assert outcome.result == "permission_denied" and "another user" in outcome.message
+
+
+class OneProcessSource:
+    """A GPU source listing one real child as holding memory while it is alive (as the driver does)."""
+
+    simulated = False
+    host = None
+
+    def __init__(self, process: subprocess.Popen, mib: float, sticky: bool = False) -> None:
+        self.process, self.mib, self.sticky = process, mib, sticky
+
+    def read(self) -> GpuReading:
+        alive = self.sticky or self.process.poll() is None
+        processes = [GpuProcess(self.process.pid, 0, self.mib, 0.0)] if alive else []
+        return GpuReading(None, None, [], processes)
+
+    def close(self) -> None:
+        pass
+
+
+def sampler_for(process: subprocess.Popen, sticky: bool = False, **settings: object) -> Sampler:
+    from tfgpu_tui.settings import Settings
+
+    source = OneProcessSource(process, 2048, sticky)
+    return Sampler(Settings(kill_grace_seconds=0.3, **settings), source, HostInspector(False))
+
+
+def test_sampler_kill_reports_freed_memory(stubborn: subprocess.Popen) -> None:
+    sampler = sampler_for(stubborn)
+    row = sampler.sample().processes[0]
+    assert row.pid == stubborn.pid and row.host_state is HostState.OK
+    outcome = sampler.kill(row)
+    assert outcome.result == "freed" and outcome.freed_mib == 2048
+    assert outcome.signals_sent == ("SIGTERM", "SIGKILL") and "2048 MiB freed on GPU 0" in outcome.message
+
+
+def test_memory_still_listed_after_the_process_ended_is_reported(
+    child: subprocess.Popen, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tfgpu_tui.gpu.sampler.CONFIRM_DELAY_SECONDS", 0.01)
+    sampler = sampler_for(child, sticky=True)  # the driver keeps listing the PID (e.g. a leaked context)
+    outcome = sampler.kill(sampler.sample().processes[0])
+    assert (
+        outcome.result == "still_held"
+        and outcome.freed_mib is None
+        and "still lists 2048 MiB" in outcome.message
+    )
+    assert child.wait(timeout=5) == -signal.SIGTERM
+
+
+def test_readonly_refuses_and_sends_nothing(child: subprocess.Popen) -> None:
+    sampler = sampler_for(child, readonly=True)
+    row = sampler.sample().processes[0]
+    outcome = sampler.kill(row)
+    assert outcome.result == "refused" and "--readonly" in outcome.message
+    assert child.poll() is None
+
+
+def test_refusals(child: subprocess.Popen, monkeypatch: pytest.MonkeyPatch) -> None:
+    sampler = sampler_for(child)
+    row = sampler.sample().processes[0]
+    assert sampler.kill_refusal(row) is None
+    assert "init" in (sampler.kill_refusal(replace(row, pid=1)) or "")
+    assert "this dashboard" in (sampler.kill_refusal(replace(row, pid=os.getpid())) or "")
+    assert "zombie" in (sampler.kill_refusal(replace(row, host_state=HostState.ZOMBIE)) or "")
+    assert "--pid=host" in (sampler.kill_refusal(replace(row, host_state=HostState.OTHER_NAMESPACE)) or "")
+    assert "start time" in (sampler.kill_refusal(replace(row, create_time=None)) or "")
+    other = replace(row, uid=4321, user="alice")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "alice" in (sampler.kill_refusal(other) or "")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert sampler.kill_refusal(other) is None  # root may
+    assert child.poll() is None
+
+
+def test_demo_kill_acts_on_the_simulation_only() -> None:
+    from tfgpu_tui.settings import Settings
+
+    sampler = Sampler(Settings(demo=True), SimulatedSource())
+    snapshot = sampler.sample()
+    kernel = next(r for r in snapshot.processes if r.jupyter is not None)
+    outcome = sampler.kill(kernel)
+    assert outcome.result == "freed" and outcome.freed_mib == kernel.gpu_memory_mib
+    after = sampler.sample()
+    assert kernel.pid not in {r.pid for r in after.processes}
+    gpu = after.devices[kernel.gpu_index or 0]
+    before_gpu = snapshot.devices[kernel.gpu_index or 0]
+    assert gpu.memory_used_mib == pytest.approx(before_gpu.memory_used_mib - kernel.gpu_memory_mib)
+
+
+def test_unknown_row_is_refused_safely() -> None:
+    from tfgpu_tui.settings import Settings
+
+    sampler = Sampler(Settings(), SimulatedSource())
+    row = ProcessRow(4_194_301, 0, 100.0, 0.0, HostState.NO_SUCH_PROCESS)
+    assert sampler.kill(row).result == "refused"

@@ -1,0 +1,182 @@
+"""The NVML layer against a fake pynvml module: every failure mode the dashboard must survive."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from gpu_fake_pynvml import CODES, FakeGpu, FakePynvml, now_us
+
+from tfgpu_tui.gpu.model import HostState
+from tfgpu_tui.gpu.nvml import NvmlSource
+from tfgpu_tui.gpu.processes import HostInspector
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "fix_words"),
+    [
+        ("LibraryNotFound", "library_not_found", "--gpus all"),
+        ("DriverNotLoaded", "driver_not_loaded", "modprobe nvidia"),
+        ("LibRmVersionMismatch", "version_mismatch", "Reboot"),
+        ("NoPermission", "no_permission", "/dev/nvidia"),
+        ("Unknown", "unknown", "nvidia-smi"),
+    ],
+)
+def test_init_failures_become_a_reason_with_a_fix(code: str, kind: str, fix_words: str) -> None:
+    source = NvmlSource(nvml=FakePynvml(init_error=CODES[code]))
+    reading = source.read()
+    assert reading.devices == [] and reading.error is not None
+    assert reading.error.kind == kind
+    assert fix_words in reading.error.fix
+
+
+def test_sampler_without_driver_still_reports_host_and_an_alert() -> None:
+    sampler = Sampler(Settings(), NvmlSource(nvml=FakePynvml(init_error=CODES["DriverNotLoaded"])))
+    snapshot = sampler.sample()
+    assert snapshot.error is not None and snapshot.error.kind == "driver_not_loaded"
+    assert snapshot.host is not None and snapshot.host.cpu_count >= 1
+    assert [a.kind for a in snapshot.alerts] == ["no_gpu"]
+
+
+def test_init_is_retried_later_not_every_tick() -> None:
+    fake = FakePynvml(init_error=CODES["DriverNotLoaded"])
+    clock = [0.0]
+    source = NvmlSource(nvml=fake, clock=lambda: clock[0], retry_seconds=30)
+    source.read()
+    source.read()
+    assert fake.calls["init"] == 1
+    fake.init_error = None  # the admin ran modprobe
+    clock[0] = 31.0
+    reading = source.read()
+    assert fake.calls["init"] == 2 and reading.error is None and len(reading.devices) == 1
+
+
+def test_no_gpus_is_explained() -> None:
+    reading = NvmlSource(nvml=FakePynvml(gpus=[])).read()
+    assert reading.error is not None and reading.error.kind == "no_devices"
+
+
+def test_readings_and_static_info() -> None:
+    fake = FakePynvml([FakeGpu(util=37, temp=45, power_mw=250000, limit_mw=700000, fan=30, used_mib=500)])
+    source = NvmlSource(nvml=fake)
+    device = source.read().devices[0]
+    assert (device.utilization_percent, device.temperature_c, device.power_w, device.fan_percent) == (
+        37,
+        45,
+        250,
+        30,
+    )
+    assert device.power_limit_w == 700 and device.memory_used_mib == 500 and device.memory_total_mib == 81920
+    assert source.device_info()[0].compute_capability == (9, 0)
+    source.read()
+    assert fake.calls["name"] == 1 and fake.calls["power_limit"] == 1  # static facts read once
+    assert fake.calls["temp"] == 2
+
+
+@pytest.mark.parametrize("field_name", ["fan", "power", "temp", "clock", "pstate", "util"])
+def test_not_supported_field_is_na_and_not_queried_again(field_name: str) -> None:
+    fake = FakePynvml([FakeGpu(errors={field_name: CODES["NotSupported"]})])
+    source = NvmlSource(nvml=fake)
+    for _ in range(3):
+        device = source.read().devices[0]
+    assert fake.calls[field_name] == 1
+    assert device.unavailable and "not supported" in next(iter(device.unavailable.values()))
+    assert device.memory_used_mib is not None  # the rest still works
+
+
+def test_transient_error_is_na_for_that_tick_only() -> None:
+    gpu = FakeGpu(errors={"temp": CODES["Timeout"]})
+    source = NvmlSource(nvml=FakePynvml([gpu]))
+    assert source.read().devices[0].temperature_c is None
+    gpu.errors.clear()
+    assert source.read().devices[0].temperature_c == 60
+
+
+def test_function_not_found_falls_back_or_becomes_na() -> None:
+    fake = FakePynvml([FakeGpu(compute=[(4242, 2048)])])
+    fake.missing = {"compute_v3", "fan"}  # an old driver: no _v3 process list, no fan query
+    source = NvmlSource(nvml=fake)
+    reading = source.read()
+    reading = source.read()
+    assert [(p.pid, p.memory_mib) for p in reading.processes] == [(4242, 2048)]
+    assert fake.calls["compute_v2"] == 2 and fake.calls["compute_v3"] == 1
+    assert reading.devices[0].fan_percent is None and "driver" in reading.devices[0].unavailable["fan"]
+    assert fake.calls["fan"] == 1
+
+
+def test_gpu_lost_mid_session_marks_only_that_gpu() -> None:
+    gpus = [FakeGpu(name="A"), FakeGpu(name="B")]
+    fake = FakePynvml(gpus)
+    source = NvmlSource(nvml=fake)
+    assert not any(d.lost for d in source.read().devices)
+    gpus[1].errors["all"] = CODES["GpuIsLost"]
+    first = source.read()
+    lost_calls = fake.per_gpu[1]
+    second = source.read()
+    assert [d.lost for d in first.devices] == [False, True] == [d.lost for d in second.devices]
+    assert second.devices[1].name == "B" and second.devices[1].memory_total_mib == 81920
+    assert fake.per_gpu[1] == lost_calls  # a lost GPU is not queried again
+    snapshot = Sampler(Settings(), source).sample()
+    assert any(a.kind == "gpu_lost" and a.subject == "GPU 1" for a in snapshot.alerts)
+
+
+def test_gpu_lost_or_forbidden_at_start() -> None:
+    fake = FakePynvml(
+        [FakeGpu(errors={"handle": CODES["GpuIsLost"]}), FakeGpu(errors={"handle": CODES["NoPermission"]})]
+    )
+    lost, forbidden = NvmlSource(nvml=fake).read().devices
+    assert lost.lost and not forbidden.lost
+    assert forbidden.utilization_percent is None and "no handle" in forbidden.unavailable["all"]
+
+
+def test_process_lists_are_deduplicated_across_compute_and_graphics() -> None:
+    gpu = FakeGpu(compute=[(100, 4096), (101, 1024), (100, 4096)], graphics=[(100, 4096), (102, None)])
+    reading = NvmlSource(nvml=FakePynvml([gpu])).read()
+    assert sorted((p.pid, p.memory_mib) for p in reading.processes) == [(100, 4096), (101, 1024), (102, None)]
+
+
+def test_process_utilization_sanity_filter() -> None:
+    ts = now_us()
+    gpu = FakeGpu(
+        compute=[(100, 4096), (101, 1024), (102, 512)],
+        samples=[(100, 55, ts), (101, 250, ts), (999, 40, ts), (102, 30, ts - 10_000_000)],
+    )
+    source = NvmlSource(nvml=FakePynvml([gpu]))
+    sm = {p.pid: p.sm_percent for p in source.read().processes}
+    # 101 reports garbage (>100), 999 is not listed, 102's sample is older than the window: all count 0
+    assert sm == {100: 55, 101: 0, 102: 0}
+    sm = {p.pid: p.sm_percent for p in source.read().processes}
+    assert sm[100] == 0  # the same sample is not counted twice
+
+
+def test_idle_gpu_not_found_means_zero_and_not_supported_means_na() -> None:
+    idle = NvmlSource(nvml=FakePynvml([FakeGpu(compute=[(100, 1)])])).read()
+    assert idle.processes[0].sm_percent == 0
+    fake = FakePynvml([FakeGpu(compute=[(100, 1)], errors={"proc_util": CODES["NotSupported"]})])
+    source = NvmlSource(nvml=fake)
+    source.read()
+    assert source.read().processes[0].sm_percent is None and fake.calls["proc_util"] == 1
+
+
+def test_pids_not_on_the_host_stay_visible_with_a_marker(monkeypatch: pytest.MonkeyPatch) -> None:
+    ghost = 4_194_301  # above the default pid_max: cannot exist here
+    gpu = FakeGpu(compute=[(os.getpid(), 100), (ghost, 2048)])
+    for in_container, expected in ((False, HostState.NO_SUCH_PROCESS), (True, HostState.OTHER_NAMESPACE)):
+        monkeypatch.setattr("tfgpu_tui.gpu.processes.in_other_pid_namespace", lambda v=in_container: v)
+        sampler = Sampler(Settings(), NvmlSource(nvml=FakePynvml([gpu])), HostInspector(background=False))
+        rows = {r.pid: r for r in sampler.sample().processes}
+        assert rows[ghost].host_state is expected and rows[ghost].gpu_memory_mib == 2048
+        assert rows[os.getpid()].host_state is HostState.OK and rows[os.getpid()].command
+        assert (
+            "--pid=host" in (sampler.kill_refusal(rows[ghost]) or "") or expected is HostState.NO_SUCH_PROCESS
+        )
+
+
+def test_persistence_mode_off_is_an_info_alert() -> None:
+    fake = FakePynvml([FakeGpu()])
+    fake.nvmlDeviceGetPersistenceMode = lambda handle: 0
+    alerts = Sampler(Settings(), NvmlSource(nvml=fake)).sample().alerts
+    assert [(a.kind, a.severity.name) for a in alerts] == [("persistence_off", "INFO")]
+    assert "nvidia-smi -pm 1" in alerts[0].fix

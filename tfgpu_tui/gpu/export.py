@@ -1,0 +1,40 @@
+"""A Snapshot as plain JSON-ready data (``tfgpu-tui gpus --json``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from typing import Any
+
+from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
+
+
+def device_dict(device: DeviceSample) -> dict[str, Any]:
+    """One GPU's readings; unavailable fields are null and ``unavailable`` says why."""
+    data = dataclasses.asdict(device)
+    data["memory_percent"] = device.memory_percent
+    return data
+
+
+def process_dict(row: ProcessRow) -> dict[str, Any]:
+    """One process row; ``gpu_index`` is null for a TensorFlow process on the CPU."""
+    data = dataclasses.asdict(row)
+    data["host_state"] = row.host_state.value
+    return data
+
+
+def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
+    """The whole snapshot: devices, processes, alerts, error and context."""
+    error = snapshot.error
+    return {
+        "hostname": socket.gethostname(),
+        "timestamp": snapshot.timestamp,
+        "simulated": snapshot.simulated,
+        "driver": dataclasses.asdict(snapshot.driver) if snapshot.driver else None,
+        "devices": [device_dict(d) for d in snapshot.devices],
+        "processes": [process_dict(p) for p in snapshot.processes],
+        "alerts": [a.as_dict() for a in snapshot.alerts],
+        "error": dataclasses.asdict(error) if error else None,
+        "host": dataclasses.asdict(snapshot.host) if snapshot.host else None,
+        "sample_ms": round(snapshot.sample_ms, 3),
+    }

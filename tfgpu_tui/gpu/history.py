@@ -1,0 +1,48 @@
+"""Ring buffers of per-GPU readings over the last few minutes, for the history plots."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from tfgpu_tui.gpu.model import DeviceSample
+
+METRICS = ("utilization", "memory_percent")
+
+
+class History:
+    """Per-GPU time series of utilisation and memory use, trimmed to ``window_seconds``."""
+
+    def __init__(self, window_seconds: float = 300.0) -> None:
+        self.window_seconds = window_seconds
+        self._points: dict[int, deque[tuple[float, float | None, float | None]]] = {}
+
+    def add(self, timestamp: float, devices: list[DeviceSample]) -> None:
+        """Record one sample of every device and drop points older than the window."""
+        horizon = timestamp - self.window_seconds
+        for device in devices:
+            points = self._points.setdefault(device.index, deque())
+            points.append((timestamp, device.utilization_percent, device.memory_percent))
+            while points and points[0][0] < horizon:
+                points.popleft()
+
+    def series(self, gpu_index: int, metric: str) -> tuple[list[float], list[float]]:
+        """(timestamps, values) for ``metric`` in {"utilization", "memory_percent"}; None readings skipped."""
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+        column = 1 + METRICS.index(metric)
+        times: list[float] = []
+        values: list[float] = []
+        for point in self._points.get(gpu_index, ()):
+            value = point[column]
+            if value is not None:
+                times.append(point[0])
+                values.append(value)
+        return times, values
+
+    def gpu_indices(self) -> list[int]:
+        """The GPUs that have any recorded points."""
+        return sorted(self._points)
+
+    def clear(self) -> None:
+        """Forget everything (e.g. when the source changes)."""
+        self._points.clear()

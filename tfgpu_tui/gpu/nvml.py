@@ -1,0 +1,415 @@
+"""The one place that calls NVML (through nvidia-ml-py's ``pynvml`` module).
+
+- Start-up failures become an ``NvmlUnavailable`` with the reason and its fix (retried now and then, so a
+  driver loaded later is picked up); nothing raises to the caller.
+- Static facts (name, UUID, power limit, compute capability) are read once.
+- A field that answers NotSupported, FunctionNotFound or NoPermission is N/A from then on and is not
+  queried again; other errors make it N/A for that refresh only.
+- GpuIsLost marks the device lost for the rest of the session; the other GPUs carry on.
+- Compute and graphics process lists are merged per GPU (a PID in both is one process); per-process SM %
+  comes from nvmlDeviceGetProcessUtilization with nvtop's sanity filter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, NvmlUnavailable
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading
+
+MIB = 2**20
+RETRY_INIT_SECONDS = 30.0
+LOOKBACK_US = 1_000_000  # first process-utilisation query looks one second back
+
+# NVML return codes (nvml.h); stable across driver versions, so they are spelled out here.
+NOT_SUPPORTED = 3
+NO_PERMISSION = 4
+NOT_FOUND = 6
+DRIVER_NOT_LOADED = 9
+LIBRARY_NOT_FOUND = 12
+FUNCTION_NOT_FOUND = 13
+GPU_IS_LOST = 15
+LIB_RM_VERSION_MISMATCH = 18
+
+PERMANENT_REASONS = {
+    NOT_SUPPORTED: "not supported by this GPU",
+    FUNCTION_NOT_FOUND: "not offered by this driver (older than nvidia-ml-py)",
+    NO_PERMISSION: "needs more privileges",
+}
+
+INIT_FAILURES = {
+    LIBRARY_NOT_FOUND: (
+        "library_not_found",
+        "The NVIDIA driver library (libnvidia-ml.so.1) was not found: no NVIDIA driver is installed here, "
+        "or this container was started without the NVIDIA runtime.",
+        "Install the NVIDIA driver (Ubuntu: `sudo ubuntu-drivers install`, then reboot); in Docker start the "
+        "container with `--gpus all` (NVIDIA Container Toolkit).",
+    ),
+    DRIVER_NOT_LOADED: (
+        "driver_not_loaded",
+        "The NVIDIA driver is installed but its kernel module is not loaded.",
+        "Run `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvidia` (Secure Boot may block "
+        "the unsigned module) or reboot.",
+    ),
+    LIB_RM_VERSION_MISMATCH: (
+        "version_mismatch",
+        "The NVIDIA kernel module and libnvidia-ml.so are different versions: the driver was upgraded "
+        "without a reboot.",
+        "Reboot, or reload the module: `sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && "
+        "sudo modprobe nvidia` (stop everything using the GPU first).",
+    ),
+    NO_PERMISSION: (
+        "no_permission",
+        "Not allowed to open the NVIDIA device files (/dev/nvidia*).",
+        "Add your user to the group that owns /dev/nvidia* (`ls -l /dev/nvidia*`, often `video`) and log in "
+        "again; in a container, start it with `--gpus all`.",
+    ),
+}
+
+
+class _Lost(Exception):
+    """The GPU answered GpuIsLost."""
+
+
+@dataclass
+class _Device:
+    """One GPU: its handle, static facts and which fields it does not support."""
+
+    index: int
+    handle: Any
+    name: str
+    info: DeviceInfo | None = None
+    lost: bool = False
+    unsupported: dict[str, str] = field(default_factory=dict)
+    last_seen_us: int = 0
+
+
+def unavailable_from_error(error: Exception) -> NvmlUnavailable:
+    """The NvmlUnavailable for an exception raised by nvmlInit."""
+    value = getattr(error, "value", None)
+    if value in INIT_FAILURES:
+        kind, message, fix = INIT_FAILURES[value]
+        return NvmlUnavailable(kind, message, fix)
+    return NvmlUnavailable(
+        "unknown",
+        f"NVML could not start: {error}",
+        "Run `nvidia-smi`: it prints the driver's own explanation.",
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _cuda_version(number: int) -> str:
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+class NvmlSource:
+    """A GpuSource backed by NVML; never raises from ``read()``."""
+
+    simulated = False
+    host = None  # the real host is inspected by processes.HostInspector
+
+    def __init__(
+        self,
+        nvml: ModuleType | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        retry_seconds: float = RETRY_INIT_SECONDS,
+    ) -> None:
+        self._nvml = nvml
+        self._clock = clock
+        self._retry_seconds = retry_seconds
+        self._started = False
+        self._error: NvmlUnavailable | None = None
+        self._tried_at: float | None = None
+        self._devices: list[_Device] = []
+        self._driver: DriverInfo | None = None
+        self._process_fns: dict[str, list[Callable[[Any], Any]]] = {}
+
+    # -- start-up -------------------------------------------------------------------------------------------
+    def _module(self) -> ModuleType:
+        if self._nvml is None:
+            import pynvml  # nvidia-ml-py
+
+            self._nvml = pynvml
+        return self._nvml
+
+    def _ensure_started(self) -> None:
+        if self._started:
+            return
+        now = self._clock()
+        if self._tried_at is not None and now - self._tried_at < self._retry_seconds:
+            return
+        self._tried_at = now
+        try:
+            nvml = self._module()
+        except ImportError:
+            self._error = NvmlUnavailable(
+                "library_not_found",
+                "The Python bindings for NVML (nvidia-ml-py) are not installed.",
+                "`pip install nvidia-ml-py` (never the old `pynvml` package).",
+            )
+            return
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:  # NVMLError subclasses, or OSError from a broken library
+            self._error = unavailable_from_error(exc)
+            return
+        try:
+            count = nvml.nvmlDeviceGetCount()
+        except Exception as exc:
+            self._error = unavailable_from_error(exc)
+            self._shutdown()
+            return
+        if count == 0:
+            self._error = NvmlUnavailable(
+                "no_devices",
+                "The NVIDIA driver is running but reports no GPUs.",
+                "Check `nvidia-smi -L`; in a container pass `--gpus all`; check CUDA_VISIBLE_DEVICES is not "
+                "hiding them.",
+            )
+            self._shutdown()
+            return
+        self._error = None
+        self._started = True
+        self._driver = self._read_driver(nvml)
+        self._process_fns = self._process_functions(nvml)
+        self._devices = [self._open_device(nvml, index) for index in range(count)]
+
+    def _read_driver(self, nvml: ModuleType) -> DriverInfo:
+        def get(fn_name: str, convert: Callable[[Any], str]) -> str | None:
+            try:
+                return convert(getattr(nvml, fn_name)())
+            except Exception:
+                return None
+
+        return DriverInfo(
+            get("nvmlSystemGetDriverVersion", _text),
+            get("nvmlSystemGetCudaDriverVersion", _cuda_version),
+            get("nvmlSystemGetNVMLVersion", _text),
+        )
+
+    def _process_functions(self, nvml: ModuleType) -> dict[str, list[Callable[[Any], Any]]]:
+        """Process-list functions per kind, newest struct version first (older drivers lack the newest)."""
+        found: dict[str, list[Callable[[Any], Any]]] = {}
+        for kind in ("Compute", "Graphics"):
+            names = [f"nvmlDeviceGet{kind}RunningProcesses", f"nvmlDeviceGet{kind}RunningProcesses_v2"]
+            found[kind.lower()] = [getattr(nvml, name) for name in names if hasattr(nvml, name)]
+        return found
+
+    def _open_device(self, nvml: ModuleType, index: int) -> _Device:
+        """Get the handle and the static facts of one GPU (read once)."""
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception as exc:
+            device = _Device(index, None, f"GPU {index}")
+            device.lost = getattr(exc, "value", None) == GPU_IS_LOST
+            device.unsupported["all"] = f"no handle: {exc}"
+            return device
+        device = _Device(index, handle, f"GPU {index}", last_seen_us=time.time_ns() // 1000 - LOOKBACK_US)
+        try:
+            device.name = _text(
+                self._query(device, "name", lambda: nvml.nvmlDeviceGetName(handle)) or device.name
+            )
+            uuid = self._query(device, "uuid", lambda: nvml.nvmlDeviceGetUUID(handle))
+            memory = self._query(device, "memory", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
+            limit = self._query(device, "power_limit", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))
+            cc = self._query(
+                device, "compute_capability", lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            )
+            persistence = self._query(
+                device, "persistence_mode", lambda: nvml.nvmlDeviceGetPersistenceMode(handle)
+            )
+        except _Lost:
+            device.lost = True
+            return device
+        device.info = DeviceInfo(
+            index,
+            device.name,
+            _text(uuid) if uuid is not None else None,
+            memory.total / MIB if memory is not None else None,
+            limit / 1000 if limit is not None else None,
+            tuple(cc) if cc is not None else None,  # type: ignore[arg-type]
+            bool(persistence) if persistence is not None else None,
+        )
+        return device
+
+    def _shutdown(self) -> None:
+        with contextlib.suppress(Exception):
+            self._module().nvmlShutdown()
+
+    # -- queries --------------------------------------------------------------------------------------------
+    def _query(
+        self, device: _Device, name: str, call: Callable[[], Any], transient: dict | None = None
+    ) -> Any:
+        """Run one NVML query; None (and why) when it fails. Raises _Lost on GpuIsLost."""
+        if name in device.unsupported:
+            return None
+        try:
+            return call()
+        except Exception as exc:
+            value = getattr(exc, "value", None)
+            if value == GPU_IS_LOST:
+                raise _Lost from None
+            if value in PERMANENT_REASONS:
+                device.unsupported[name] = PERMANENT_REASONS[value]
+            elif transient is not None:
+                transient[name] = str(exc) or type(exc).__name__
+            return None
+
+    def device_info(self) -> list[DeviceInfo]:
+        """Static facts of every GPU that answered at start-up."""
+        return [d.info for d in self._devices if d.info is not None]
+
+    def read(self) -> GpuReading:
+        """One reading of every GPU and its processes; an error instead when NVML is unavailable."""
+        self._ensure_started()
+        if not self._started:
+            return GpuReading(self._error, None)
+        devices: list[DeviceSample] = []
+        processes: list[GpuProcess] = []
+        for device in self._devices:
+            sample, device_processes = self._read_device(device)
+            devices.append(sample)
+            processes.extend(device_processes)
+        return GpuReading(None, self._driver, devices, processes)
+
+    def _empty_sample(self, device: _Device) -> DeviceSample:
+        """A sample with no readings: the GPU is lost, or it gave no handle at start-up."""
+        limit = device.info.power_limit_w if device.info else None
+        total = device.info.memory_total_mib if device.info else None
+        reason = (
+            "GPU is lost (fell off the bus)" if device.lost else device.unsupported.get("all", "no handle")
+        )
+        return DeviceSample(
+            device.index, device.name, None, None, total, None, None, limit, None, None, None,
+            lost=device.lost, unavailable={"all": reason},
+        )  # fmt: skip
+
+    def _read_device(self, device: _Device) -> tuple[DeviceSample, list[GpuProcess]]:
+        if device.lost or device.handle is None:
+            return self._empty_sample(device), []
+        nvml = self._nvml
+        assert nvml is not None
+        handle = device.handle
+        transient: dict[str, str] = {}
+
+        def query(name: str, call: Callable[[], Any]) -> Any:
+            return self._query(device, name, call, transient)
+
+        try:
+            memory = query("memory", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
+            util = query("utilization", lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
+            temperature = query("temperature", lambda: nvml.nvmlDeviceGetTemperature(handle, 0))
+            power = query("power", lambda: nvml.nvmlDeviceGetPowerUsage(handle))
+            fan = query("fan", lambda: nvml.nvmlDeviceGetFanSpeed(handle))
+            clock = query("sm_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, 1))  # NVML_CLOCK_SM
+            pstate = query("performance_state", lambda: nvml.nvmlDeviceGetPerformanceState(handle))
+            processes = self._processes(device, transient)
+        except _Lost:
+            device.lost = True
+            return self._empty_sample(device), []
+        info = device.info
+        sample = DeviceSample(
+            index=device.index,
+            name=device.name,
+            utilization_percent=float(util.gpu) if util is not None else None,
+            memory_used_mib=memory.used / MIB if memory is not None else None,
+            memory_total_mib=memory.total / MIB
+            if memory is not None
+            else (info.memory_total_mib if info else None),
+            temperature_c=float(temperature) if temperature is not None else None,
+            power_w=power / 1000 if power is not None else None,
+            power_limit_w=info.power_limit_w if info else None,
+            fan_percent=float(fan) if fan is not None else None,
+            sm_clock_mhz=float(clock) if clock is not None else None,
+            performance_state=int(pstate) if pstate is not None else None,
+            unavailable={**device.unsupported, **transient},
+        )
+        return sample, processes
+
+    def _list_processes(self, device: _Device, kind: str, transient: dict[str, str]) -> list[Any]:
+        """One process list, falling back to an older struct version on FunctionNotFound."""
+        functions = self._process_fns.get(kind, [])
+        while functions:
+            try:
+                return list(functions[0](device.handle))
+            except Exception as exc:
+                value = getattr(exc, "value", None)
+                if value == GPU_IS_LOST:
+                    raise _Lost from None
+                if value == FUNCTION_NOT_FOUND and len(functions) > 1:
+                    functions.pop(0)
+                    continue
+                if value in PERMANENT_REASONS:
+                    device.unsupported[f"{kind}_processes"] = PERMANENT_REASONS[value]
+                    self._process_fns[kind] = []
+                else:
+                    transient[f"{kind}_processes"] = str(exc)
+                return []
+        return []
+
+    def _processes(self, device: _Device, transient: dict[str, str]) -> list[GpuProcess]:
+        """Compute and graphics processes of one GPU, one entry per PID, with their SM %."""
+        memory: dict[int, float | None] = {}
+        for kind in ("compute", "graphics"):
+            if f"{kind}_processes" in device.unsupported:
+                continue
+            for entry in self._list_processes(device, kind, transient):
+                used = entry.usedGpuMemory
+                mib = used / MIB if used is not None else None
+                if entry.pid not in memory or (mib is not None and mib > (memory[entry.pid] or 0)):
+                    memory[entry.pid] = mib
+        if not memory:
+            return []
+        sm = self._process_utilization(device, set(memory), transient)
+        return [GpuProcess(pid, device.index, mib, sm.get(pid, 0.0) if sm is not None else None)
+                for pid, mib in memory.items()]  # fmt: skip
+
+    def _process_utilization(
+        self, device: _Device, pids: set[int], transient: dict[str, str]
+    ) -> dict[int, float] | None:
+        """SM % per PID since the last query; None when the GPU cannot tell.
+
+        nvtop's filter: keep a sample only for a listed PID, with values <= 100 and a timestamp newer than
+        the newest seen before; everything else counts as 0 %.
+        """
+        name = "process_utilization"
+        if name in device.unsupported:
+            return None
+        nvml = self._nvml
+        assert nvml is not None
+        try:
+            samples = nvml.nvmlDeviceGetProcessUtilization(device.handle, device.last_seen_us)
+        except Exception as exc:
+            value = getattr(exc, "value", None)
+            if value == GPU_IS_LOST:
+                raise _Lost from None
+            if value == NOT_FOUND:  # nothing ran since the last query: an idle GPU
+                return {}
+            if value in PERMANENT_REASONS:
+                device.unsupported[name] = PERMANENT_REASONS[value]
+                return None
+            transient[name] = str(exc)
+            return {}
+        result: dict[int, float] = {}
+        newest = device.last_seen_us
+        for s in samples:
+            if s.pid not in pids or s.smUtil > 100 or s.timeStamp <= device.last_seen_us:
+                continue
+            result[s.pid] = max(result.get(s.pid, 0.0), float(s.smUtil))
+            newest = max(newest, s.timeStamp)
+        device.last_seen_us = newest
+        return result
+
+    def close(self) -> None:
+        """Shut NVML down."""
+        if self._started:
+            self._shutdown()
+            self._started = False

@@ -1,0 +1,318 @@
+"""Host details for GPU processes (user, command, CPU, memory, TensorFlow loaded?, Jupyter kernel), the
+TensorFlow processes running on the CPU, and the host's own CPU and memory.
+
+Per-PID details are cached by (pid, start time): the static parts (user, command, Jupyter kernel) are read
+once; each refresh reads only ``/proc/PID/stat``. Whole-host scans run in the background, rarely.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psutil
+
+from tfgpu_tui.gpu import kill
+from tfgpu_tui.gpu.jupyter import JupyterResolver
+from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.refresh import Periodic
+from tfgpu_tui.gpu.source import GpuProcess, SignalOutcome
+
+PROC = "/proc"
+TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
+TF_RECHECK_SECONDS = 15.0  # a process may import TensorFlow after it starts
+CPU_SCAN_SECONDS = 10.0
+MIN_CPU_WINDOW_SECONDS = 0.2  # a PID on several GPUs is read more than once per refresh
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The few fields of ``/proc/PID/stat`` a refresh needs."""
+
+    state: str
+    cpu_ticks: int
+    start_ticks: int
+    rss_pages: int
+    parent_pid: int = 0
+
+
+def parse_stat(data: bytes) -> ProcStat:
+    """Parse the text of ``/proc/PID/stat``."""
+    fields = data[data.rfind(b")") + 2 :].split()
+    # fields[0] is field 3 (state); utime=14, stime=15, starttime=22, rss=24 (1-based in proc(5))
+    cpu_ticks = int(fields[11]) + int(fields[12])
+    return ProcStat(fields[0].decode(), cpu_ticks, int(fields[19]), int(fields[21]), int(fields[1]))
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """Read ``/proc/PID/stat``; None when the process does not exist (here)."""
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as handle:
+            return parse_stat(handle.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def open_stat(pid: int) -> int | None:
+    """A descriptor on ``/proc/PID/stat``: re-read with pread, it stays bound to this very process (a
+    reused PID makes it fail with ESRCH), and it saves an open() per refresh."""
+    try:
+        return os.open(f"{PROC}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def tensorflow_loaded(pid: int) -> bool | None:
+    """Whether the process has a TensorFlow library mapped; None when its maps cannot be read."""
+    try:
+        with open(f"{PROC}/{pid}/maps", "rb") as handle:
+            tail = b""
+            while chunk := handle.read(1 << 16):
+                block = tail + chunk
+                if any(marker in block for marker in TF_MARKERS):
+                    return True
+                tail = block[-32:]
+    except (PermissionError, ProcessLookupError):
+        return None
+    except OSError:
+        return None
+    return False
+
+
+def in_other_pid_namespace() -> bool:
+    """Whether we probably run in a container, where NVML reports host PIDs we cannot see."""
+    markers = ("/.dockerenv", "/run/.containerenv")
+    if any(os.path.exists(path) for path in markers) or os.environ.get("container"):  # noqa: SIM112
+        return True
+    try:
+        with open(f"{PROC}/1/cgroup") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
+
+
+def host_stats() -> HostStats | None:
+    """The host's CPU use (since the previous call), core count, memory and load average."""
+    try:
+        memory = psutil.virtual_memory()
+        load = os.getloadavg() if hasattr(os, "getloadavg") else None
+        return HostStats(
+            cpu_percent=psutil.cpu_percent(interval=None),
+            cpu_count=psutil.cpu_count() or 1,
+            memory_used_mib=(memory.total - memory.available) / 2**20,
+            memory_total_mib=memory.total / 2**20,
+            load_average=load,
+        )
+    except (OSError, RuntimeError):
+        return None
+
+
+@dataclass
+class _Known:
+    """Cached facts about one process, valid while its start time is unchanged."""
+
+    start_ticks: int
+    state: HostState
+    user: str | None = None
+    uid: int | None = None
+    command: str | None = None
+    create_time: float | None = None
+    jupyter: JupyterKernel | None = None
+    tensorflow: bool | None = None
+    tf_checked: float = 0.0
+    last_ticks: int | None = None
+    last_time: float | None = None
+    cpu_percent: float | None = None
+    cmdline: list[str] = field(default_factory=list)
+    stat_fd: int | None = None
+
+    def close(self) -> None:
+        """Release the descriptor on /proc/PID/stat."""
+        if self.stat_fd is not None:
+            os.close(self.stat_fd)
+            self.stat_fd = None
+
+
+class HostInspector:
+    """The real host: process details, CPU TensorFlow processes, host stats and the safe kill."""
+
+    def __init__(self, background: bool = True, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._known: dict[int, _Known] = {}
+        self._jupyter = JupyterResolver(background=background)
+        self._other_namespace = in_other_pid_namespace()
+        self._self_pid = os.getpid()
+        self._cpu_scan: Periodic[list[int]] = Periodic(
+            self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, [], background
+        )
+        self._scan_known: dict[int, tuple[int, bool | None, float]] = {}  # pid -> (start, tf, checked)
+
+    # -- per-process details --------------------------------------------------------------------------------
+    def _learn(self, pid: int, stat: ProcStat) -> _Known:
+        """Read the static details of a process seen for the first time."""
+        if stat.state == "Z":
+            return _Known(stat.start_ticks, HostState.ZOMBIE, command="<zombie: exited, not yet reaped>")
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                uid = process.uids().real
+                create_time = process.create_time()
+                try:
+                    user = process.username()
+                except (KeyError, psutil.Error):
+                    user = str(uid)
+            try:
+                cmdline = process.cmdline()
+            except psutil.AccessDenied:
+                cmdline = []
+            command = " ".join(cmdline) if cmdline else f"[{process.name()}]"
+        except psutil.NoSuchProcess:
+            return _Known(stat.start_ticks, HostState.NO_SUCH_PROCESS)
+        except psutil.AccessDenied:
+            return _Known(stat.start_ticks, HostState.NO_PERMISSION)
+        known = _Known(
+            stat.start_ticks, HostState.OK, user, uid, command, create_time, stat_fd=open_stat(pid)
+        )
+        known.jupyter = self._jupyter.resolve(cmdline) if cmdline else None
+        return known
+
+    def _row(self, pid: int, gpu_index: int | None, memory: float | None, sm: float | None) -> ProcessRow:
+        """A row for one process, from the cache plus one fresh read of ``/proc/PID/stat``."""
+        known = self._known.get(pid)
+        stat = None
+        if known is not None and known.stat_fd is not None:
+            try:
+                stat = parse_stat(os.pread(known.stat_fd, 2048, 0))
+            except (OSError, ValueError, IndexError):  # that process is gone; the PID may be someone else's
+                self._drop(pid)
+                known = None
+        if stat is None:
+            stat = read_stat(pid)
+        if stat is None:
+            self._drop(pid)
+            state = HostState.OTHER_NAMESPACE if self._other_namespace else HostState.NO_SUCH_PROCESS
+            return ProcessRow(pid, gpu_index, memory, sm, state)
+        if (
+            known is None
+            or known.start_ticks != stat.start_ticks
+            or (stat.state == "Z") != (known.state is HostState.ZOMBIE)
+        ):
+            self._drop(pid)
+            known = self._learn(pid, stat)
+            self._known[pid] = known
+        now = self._clock()
+        if known.state is HostState.OK and (
+            known.tensorflow is None or not known.tensorflow and now - known.tf_checked >= TF_RECHECK_SECONDS
+        ):
+            known.tensorflow = tensorflow_loaded(pid)
+            known.tf_checked = now
+        if known.last_time is None or now - known.last_time >= MIN_CPU_WINDOW_SECONDS:
+            if known.last_ticks is not None and known.last_time is not None:
+                cpu = 100.0 * (stat.cpu_ticks - known.last_ticks) / CLOCK_TICKS / (now - known.last_time)
+                known.cpu_percent = round(max(cpu, 0.0), 1)
+            known.last_ticks, known.last_time = stat.cpu_ticks, now
+        if known.jupyter is not None and known.jupyter.notebook_path is None:
+            known.jupyter = self._jupyter.resolve(known.cmdline)
+        return ProcessRow(
+            pid,
+            gpu_index,
+            memory,
+            sm,
+            known.state,
+            user=known.user,
+            uid=known.uid,
+            command=known.command,
+            cpu_percent=known.cpu_percent,
+            host_memory_mib=stat.rss_pages * PAGE_MIB,
+            running_seconds=None if known.create_time is None else max(0.0, now - known.create_time),
+            create_time=known.create_time,
+            tensorflow_loaded=known.tensorflow,
+            jupyter=known.jupyter,
+            parent_pid=stat.parent_pid or None,
+        )
+
+    def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
+        """Host details for each GPU process; rows that cannot be resolved stay, with a marker."""
+        rows = [self._row(p.pid, p.gpu_index, p.memory_mib, p.sm_percent) for p in processes]
+        self._forget_except({p.pid for p in processes} | set(self._cpu_scan.get()))
+        return rows
+
+    def _drop(self, pid: int) -> None:
+        known = self._known.pop(pid, None)
+        if known is not None:
+            known.close()
+
+    def _forget_except(self, pids: set[int]) -> None:
+        for pid in [pid for pid in self._known if pid not in pids]:
+            self._drop(pid)
+
+    # -- TensorFlow on the CPU ------------------------------------------------------------------------------
+    def _scan_cpu_tensorflow(self) -> list[int]:
+        """PIDs of Python processes with TensorFlow loaded (all of them, GPU or not), cheaply re-scanned."""
+        now = self._clock()
+        found: list[int] = []
+        seen: dict[int, tuple[int, bool | None, float]] = {}
+        for name in os.listdir(PROC):
+            if not name.isdigit() or int(name) == self._self_pid:
+                continue
+            pid = int(name)
+            stat = read_stat(pid)
+            if stat is None or stat.state == "Z":
+                continue
+            previous = self._scan_known.get(pid)
+            if (
+                previous
+                and previous[0] == stat.start_ticks
+                and (previous[1] is not False or now - previous[2] < 3 * CPU_SCAN_SECONDS)
+            ):
+                seen[pid] = previous
+            else:
+                seen[pid] = (stat.start_ticks, _python_tensorflow(pid), now)
+            if seen[pid][1]:
+                found.append(pid)
+        self._scan_known = seen
+        return found
+
+    def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
+        """TensorFlow processes holding no GPU memory (not in ``exclude``), from the last background scan."""
+        rows = []
+        for pid in self._cpu_scan.get():
+            if pid in exclude:
+                continue
+            row = self._row(pid, None, None, None)
+            if row.host_state is HostState.OK:
+                rows.append(row)
+        return rows
+
+    # -- host and signals -----------------------------------------------------------------------------------
+    def stats(self) -> HostStats | None:
+        """The host's CPU and memory."""
+        return host_stats()
+
+    def terminate(
+        self, row: ProcessRow, grace_seconds: float, on_progress: Callable[[str], None] | None = None
+    ) -> SignalOutcome:
+        """The safe signal path of kill.py."""
+        return kill.terminate_process(row.identity, grace_seconds, on_progress)
+
+    def close(self) -> None:
+        """Drop the caches and their descriptors."""
+        for pid in list(self._known):
+            self._drop(pid)
+
+
+def _python_tensorflow(pid: int) -> bool | None:
+    """TensorFlow loaded in a Python process; False for anything that is not Python (checked cheaply)."""
+    try:
+        with open(f"{PROC}/{pid}/comm", "rb") as handle:
+            comm = handle.read()
+    except OSError:
+        return None
+    if not comm.startswith(b"python") and b"ipykernel" not in comm:
+        return False
+    return tensorflow_loaded(pid)

@@ -1,0 +1,230 @@
+"""The Sampler: one per app. Each ``sample()`` reads the GPUs, adds host details, records history and
+evaluates the alert rules into one Snapshot; ``kill()`` is the safe kill with freed-memory confirmation."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.alerts import AlertRules
+from tfgpu_tui.gpu.history import History
+from tfgpu_tui.gpu.kill import KillOutcome
+from tfgpu_tui.gpu.model import HostState, NvmlUnavailable, ProcessRow, Snapshot
+from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost
+from tfgpu_tui.settings import Settings
+
+CONFIRM_SAMPLES = 3
+CONFIRM_DELAY_SECONDS = 0.5
+
+UNRESOLVED_REFUSALS = {
+    HostState.ZOMBIE: "PID {pid} is a zombie: it has already exited and only its parent can reap it "
+    "(end the parent process instead)",
+    HostState.NO_SUCH_PROCESS: "PID {pid} does not exist on this host any more",
+    HostState.NO_PERMISSION: "PID {pid} cannot be inspected (no permission), so its identity is unknown",
+    HostState.OTHER_NAMESPACE: "PID {pid} is not visible from this PID namespace: end it on the host "
+    "(or run the container with --pid=host)",
+}
+
+
+def _row_order(row: ProcessRow) -> tuple:
+    return (row.gpu_index is None, row.gpu_index or 0, -(row.gpu_memory_mib or 0.0), row.pid)
+
+
+class Sampler:
+    """Reads a GpuSource (NVML or the simulation) into Snapshots; thread-safe."""
+
+    def __init__(
+        self, settings: Settings, source: GpuSource | None = None, host: ProcessHost | None = None
+    ) -> None:
+        if source is None:
+            if settings.demo:
+                from tfgpu_tui.gpu.simulated import SimulatedSource
+
+                source = SimulatedSource()
+            else:
+                from tfgpu_tui.gpu.nvml import NvmlSource
+
+                source = NvmlSource()
+        if host is None:
+            host = getattr(source, "host", None)
+        if host is None:
+            from tfgpu_tui.gpu.processes import HostInspector
+
+            host = HostInspector()
+        self.settings = settings
+        self.source = source
+        self.host = host
+        self.simulated: bool = bool(getattr(source, "simulated", False))
+        self.history = History()
+        self.rules = AlertRules(settings)
+        self.last: Snapshot | None = None
+        self._static_alerts: list[Alert] | None = None
+        self._lock = threading.Lock()
+
+    def sample(self) -> Snapshot:
+        """Take one snapshot (blocking; call from a worker thread). Never raises."""
+        with self._lock:
+            started = time.perf_counter()
+            reading = self._read()
+            rows = self._describe(reading)
+            with contextlib.suppress(Exception):
+                rows += self.host.cpu_tensorflow({row.pid for row in rows})
+            try:
+                host = self.host.stats()
+            except Exception:
+                host = None
+            now = time.time()
+            rows.sort(key=_row_order)
+            self.history.add(now, reading.devices)
+            alerts = self._alerts(reading, now, rows)
+            snapshot = Snapshot(
+                timestamp=now,
+                simulated=self.simulated,
+                error=reading.error,
+                driver=reading.driver,
+                devices=reading.devices,
+                processes=rows,
+                host=host,
+                alerts=alerts,
+                sample_ms=(time.perf_counter() - started) * 1000,
+            )
+            self.last = snapshot
+            return snapshot
+
+    def _read(self) -> GpuReading:
+        try:
+            return self.source.read()
+        except Exception as exc:  # a source bug must not take the dashboard down
+            return GpuReading(
+                NvmlUnavailable(
+                    "unknown", f"Reading the GPUs failed: {exc}", "Run `nvidia-smi` to check the driver"
+                ),
+                None,
+            )
+
+    def _describe(self, reading: GpuReading) -> list[ProcessRow]:
+        try:
+            return self.host.describe(reading.processes)
+        except Exception:
+            return [
+                ProcessRow(p.pid, p.gpu_index, p.memory_mib, p.sm_percent, HostState.NO_PERMISSION)
+                for p in reading.processes
+            ]
+
+    def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
+        alerts: list[Alert] = []
+        if reading.error is not None:
+            alerts.append(Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix))
+        try:
+            alerts += self.rules.evaluate(now, reading.devices, rows)
+        except Exception as exc:
+            alerts.append(Alert("internal", Severity.INFO, f"Alert rules failed: {exc}"))
+        if reading.error is None and reading.devices:
+            alerts += self._persistence_alerts()
+        return alerts
+
+    def _persistence_alerts(self) -> list[Alert]:
+        """An INFO alert when persistence mode is off (every NVML call is slower); computed once."""
+        if self._static_alerts is None:
+            info = getattr(self.source, "device_info", None)
+            off = [d.index for d in (info() if info else []) if d.persistence_mode is False]
+            self._static_alerts = []
+            if off:
+                gpus = ", ".join(str(i) for i in off)
+                self._static_alerts.append(
+                    Alert(
+                        "persistence_off",
+                        Severity.INFO,
+                        f"Persistence mode is off on GPU {gpus}: the driver re-initialises between "
+                        "uses, which slows start-up and monitoring",
+                        "`sudo nvidia-smi -pm 1`, or enable the nvidia-persistenced service",
+                    )
+                )
+        return self._static_alerts
+
+    # -- kill -----------------------------------------------------------------------------------------------
+    def kill_refusal(self, row: ProcessRow) -> str | None:
+        """Why this process may not be signalled, or None when it may."""
+        if self.settings.readonly:
+            return "Read-only mode (--readonly): no signals are sent"
+        if row.pid <= 1:
+            return f"PID {row.pid} is the init process; ending it would stop the machine or container"
+        if row.pid == os.getpid():
+            return f"PID {row.pid} is this dashboard"
+        if row.host_state in UNRESOLVED_REFUSALS:
+            refusal = UNRESOLVED_REFUSALS[row.host_state].format(pid=row.pid)
+            if row.host_state is HostState.ZOMBIE and row.parent_pid:
+                refusal = refusal.replace("the parent process", f"its parent, PID {row.parent_pid}")
+            return refusal
+        if row.create_time is None:
+            return f"PID {row.pid} has no known start time, so its identity cannot be checked"
+        euid = os.geteuid()
+        if euid != 0 and row.uid is not None and row.uid != euid:
+            return (
+                f"PID {row.pid} belongs to {row.user or row.uid}; only root may signal another user's process"
+            )
+        return None
+
+    def _held(self, snapshot: Snapshot | None, pid: int) -> dict[int, float | None]:
+        """GPU index -> memory the PID holds there, in a snapshot."""
+        if snapshot is None:
+            return {}
+        return {
+            r.gpu_index: r.gpu_memory_mib
+            for r in snapshot.processes
+            if r.pid == pid and r.gpu_index is not None
+        }
+
+    def kill(self, row: ProcessRow, on_progress: Callable[[str], None] | None = None) -> KillOutcome:
+        """Blocking safe kill: identity re-check, SIGTERM, grace, SIGKILL, then confirm memory was freed."""
+        refusal = self.kill_refusal(row)
+        if refusal:
+            return KillOutcome(row.pid, "refused", refusal)
+        before = self._held(self.last, row.pid)
+        if not before and row.gpu_index is not None:
+            before = {row.gpu_index: row.gpu_memory_mib}
+        try:
+            outcome = self.host.terminate(row, self.settings.kill_grace_seconds, on_progress)
+        except Exception as exc:
+            return KillOutcome(row.pid, "error", f"Could not signal PID {row.pid}: {exc}")
+        if outcome.result not in ("ended", "still_alive"):
+            return KillOutcome(row.pid, outcome.result, outcome.message, signals_sent=outcome.signals_sent)
+        if outcome.result == "still_alive" or not before:
+            result = "still_held" if outcome.result == "still_alive" else "freed"
+            return KillOutcome(row.pid, result, outcome.message, None, outcome.signals_sent)
+        if on_progress:
+            on_progress(f"PID {row.pid} ended; checking that its GPU memory was freed")
+        held = before
+        for attempt in range(CONFIRM_SAMPLES):
+            if attempt:
+                time.sleep(CONFIRM_DELAY_SECONDS)
+            held = self._held(self.sample(), row.pid)
+            if not held:
+                break
+        gpus = ", ".join(f"GPU {i}" for i in sorted(before))
+        if not held:
+            known = [m for m in before.values() if m is not None]
+            freed = sum(known) if known else None
+            amount = f"{freed:.0f} MiB freed" if freed is not None else "memory freed"
+            return KillOutcome(
+                row.pid, "freed", f"{outcome.message}; {amount} on {gpus}", freed, outcome.signals_sent
+            )
+        still = sum(m or 0.0 for m in held.values())
+        return KillOutcome(
+            row.pid,
+            "still_held",
+            f"{outcome.message}, but {gpus} still lists {still:.0f} MiB for it (the driver may need a "
+            "moment, or an unreaped child still holds the context)",
+            None,
+            outcome.signals_sent,
+        )
+
+    def close(self) -> None:
+        """Release NVML and caches."""
+        for part in (self.source, self.host):
+            with contextlib.suppress(Exception):
+                part.close()

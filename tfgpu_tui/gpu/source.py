@@ -1,0 +1,64 @@
+"""What a GPU source and a process host provide to the Sampler (NVML or the simulation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tfgpu_tui.gpu.model import DeviceSample, DriverInfo, HostStats, NvmlUnavailable, ProcessRow
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One process as the GPU driver reports it, before host details are added."""
+
+    pid: int
+    gpu_index: int
+    memory_mib: float | None
+    sm_percent: float | None
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One reading of every GPU: devices and their processes, or why there are none."""
+
+    error: NvmlUnavailable | None
+    driver: DriverInfo | None
+    devices: list[DeviceSample] = field(default_factory=list)
+    processes: list[GpuProcess] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SignalOutcome:
+    """What happened when a process was signalled (before checking whether GPU memory was freed)."""
+
+    result: str  # ended | still_alive | permission_denied | already_gone | pid_reused | error
+    message: str
+    signals_sent: tuple[str, ...] = ()
+
+
+class ProcessHost(Protocol):
+    """Host-side knowledge about processes: details, CPU TensorFlow processes, host stats, signals."""
+
+    def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]: ...
+
+    def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]: ...
+
+    def stats(self) -> HostStats | None: ...
+
+    def terminate(
+        self, row: ProcessRow, grace_seconds: float, on_progress: Callable[[str], None] | None = None
+    ) -> SignalOutcome: ...
+
+    def close(self) -> None: ...
+
+
+class GpuSource(Protocol):
+    """Something that reads GPUs: NVML or the simulation."""
+
+    simulated: bool
+
+    def read(self) -> GpuReading: ...
+
+    def close(self) -> None: ...
