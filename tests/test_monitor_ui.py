@@ -1,0 +1,236 @@
+"""The Monitor tab through the pilot on the simulated source: cards, table, sorting, kill, no driver."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import Button
+
+from tfgpu_tui.gpu.model import NvmlUnavailable
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.gpu.source import GpuReading
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.header import StatusHeader
+from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
+from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
+from tfgpu_tui.ui.widgets.gpu_card import GpuCard
+from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
+TRAINING, KERNEL, OTHER_USER, CPU_JOB = 41873, 39012, 40555, 42210  # PIDs of the demo scene
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 5.0) -> None:
+    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+async def wait_for_table(pilot: Pilot, rows: int = 4) -> None:
+    """Wait for the first snapshot's rows and for the app to give the process table focus (keys go there)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: len(shown_pids(app)) == rows and isinstance(app.focused, ProcessTable))
+
+
+def shown_pids(app: App) -> list[int]:
+    return [row.process.pid for row in app.query_one(ProcessTable).rows_shown]
+
+
+async def select_pid(pilot: Pilot, pid: int) -> None:
+    table = pilot.app.query_one(ProcessTable)
+    table.focus()
+    table.move_cursor(row=shown_pids(pilot.app).index(pid))
+    await pilot.pause()
+    assert table.selected is not None and table.selected.process.pid == pid
+
+
+class MonitorOnly(App[None]):
+    """The Monitor tab alone, with an injected GPU source."""
+
+    def __init__(self, settings: Settings, source: object) -> None:
+        super().__init__()
+        self.settings = settings
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        yield MonitorTab(self.settings, self.source)  # type: ignore[arg-type]
+
+
+async def test_cards_plots_table_and_header_show_the_simulation() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(pilot, lambda: len(shown_pids(app)) == 4 and len(app.query(GpuCard)) == 2)
+        cards = [str(card.render()) for card in app.query(GpuCard)]
+        assert "GPU 0 NVIDIA A100-SXM4-80GB" in cards[0] and "GPU 1" in cards[1] and "Fan N/A" in cards[0]
+        assert len(app.query(HistoryPlot)) == 2
+        assert shown_pids(app) == [TRAINING, KERNEL, OTHER_USER, CPU_JOB]  # GPU memory, largest first
+        table = app.query_one(ProcessTable)
+        commands = [str(row.cells[-1]) for row in table.rows_shown]
+        assert "notebook experiments/resnet_finetune.ipynb" in commands[1]
+        assert table.rows_shown[-1].cells[2] == "CPU"
+        host_line = str(app.query_one("#host-line").render())
+        assert "cores" in host_line and "refresh" in host_line and "ms" in host_line
+        header = app.query_one(StatusHeader)
+        await wait_until(pilot, lambda: header.gpu_count == 2 and header.alert is not None)
+        assert header.simulated
+        alerts = app.query_one(AlertsPanel)
+        assert alerts.display and alerts.alerts == tab.snapshot.alerts
+        assert all(alert.fix for alert in alerts.alerts)
+
+
+async def test_history_grows_with_samples() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_until(pilot, lambda: len(app.query(HistoryPlot)) == 2)
+        plot = app.query(HistoryPlot).first()
+        await wait_until(pilot, lambda: plot.history is not None and len(plot.history.utilization[0]) >= 2)
+        xs = plot.history.utilization[0]
+        assert all(-300 <= x <= 0 for x in xs) and xs == sorted(xs)
+
+
+async def test_sort_keys_and_header_click_change_the_order() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        tab = app.query_one(MonitorTab)
+        await pilot.press("s")  # SM %
+        assert tab.sort_by == "sm" and shown_pids(app)[0] == TRAINING
+        await pilot.press("s")  # PID, smallest first
+        assert shown_pids(app) == [KERNEL, OTHER_USER, TRAINING, CPU_JOB]
+        await pilot.press("r")
+        assert shown_pids(app) == [CPU_JOB, TRAINING, OTHER_USER, KERNEL]
+        await pilot.press("s")  # running time, longest first
+        assert shown_pids(app) == [KERNEL, TRAINING, OTHER_USER, CPU_JOB]
+        assert "sorted by running time, longest first" in str(app.query_one("#process-caption").render())
+        table = app.query_one(ProcessTable)
+        table.post_message(
+            table.HeaderSelected(table, table.ordered_columns[0].key, 0, table.ordered_columns[0].label)
+        )
+        await pilot.pause()
+        assert tab.sort_by == "pid" and shown_pids(app)[0] == KERNEL
+
+
+async def test_selection_follows_the_process_not_the_row() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        await select_pid(pilot, OTHER_USER)
+        table = app.query_one(ProcessTable)
+        await pilot.press("s", "s")  # PID order moves OTHER_USER from row 2 to row 1
+        assert table.cursor_row == 1 and table.selected.process.pid == OTHER_USER
+        await pilot.pause(2 * FAST)  # refreshes keep it there
+        assert table.selected.process.pid == OTHER_USER
+
+
+async def test_kill_confirmed_ends_the_process_and_frees_memory() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST, kill_grace_seconds=0.5))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        tab = app.query_one(MonitorTab)
+        used_before = next(d for d in tab.snapshot.devices if d.index == 1).memory_used_mib
+        await select_pid(pilot, KERNEL)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
+        dialog = app.screen
+        assert app.focused is dialog.query_one("#cancel", Button)
+        body = str(dialog.query_one("#confirm-kill-body").render())
+        assert f"PID {KERNEL}" in body and "ipykernel_launcher" in body and "18.0 GiB on GPU 1" in body
+        await pilot.click("#kill")
+        await wait_until(
+            pilot, lambda: not tab.kill_running and "freed" in tab.kill_status.lower(), timeout=10
+        )
+        assert any("freed" in n.message.lower() for n in app._notifications)  # before it times out
+        await wait_until(pilot, lambda: KERNEL not in shown_pids(app))
+        used_after = next(d for d in tab.snapshot.devices if d.index == 1).memory_used_mib
+        assert used_after < used_before - 18000
+
+
+async def test_kill_cancelled_sends_nothing() -> None:
+    source = SimulatedSource()
+    sent: list[int] = []
+    terminate = source.terminate
+    source.terminate = lambda row, *args, **kwargs: sent.append(row.pid) or terminate(row, *args, **kwargs)
+    app = MonitorOnly(Settings(demo=True, interval=FAST), source)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        await select_pid(pilot, TRAINING)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmKill)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
+        await pilot.press("enter")  # focus starts on Cancel, so Enter cancels too
+        assert not isinstance(app.screen, ConfirmKill)
+        await pilot.pause(3 * FAST)
+        assert sent == [] and TRAINING in shown_pids(app)
+        assert app.query_one(MonitorTab).kill_status == ""
+
+
+async def test_readonly_refuses_with_a_message_and_no_dialog() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST, readonly=True))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        await select_pid(pilot, TRAINING)
+        await pilot.press("k")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmKill)
+        tab = app.query_one(MonitorTab)
+        assert "read-only" in tab.kill_status.lower() or "readonly" in tab.kill_status.lower()
+        assert any(f"PID {TRAINING}" in (n.title or "") for n in app._notifications)
+        assert TRAINING in shown_pids(app)
+
+
+class NoDriverSource:
+    """A GPU source that finds no NVIDIA driver, as on a machine without one."""
+
+    simulated = False
+
+    def read(self) -> GpuReading:
+        return GpuReading(
+            NvmlUnavailable(
+                "library_not_found", "libnvidia-ml.so.1 was not found", "install the NVIDIA driver"
+            ),
+            None,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+async def test_no_driver_says_why_and_still_shows_the_host() -> None:
+    app = MonitorOnly(Settings(interval=FAST), NoDriverSource())
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(pilot, lambda: tab.snapshot is not None)
+        panel = app.query_one("#no-gpu")
+        text = str(panel.render())
+        assert panel.display and "Nothing to monitor" in text and "libnvidia-ml.so.1 was not found" in text
+        assert "Fix: install the NVIDIA driver" in text
+        assert "cores" in str(app.query_one("#host-line").render())
+        assert not app.query(GpuCard)
+        assert all(alert.kind != "no_gpu" for alert in app.query_one(AlertsPanel).alerts)  # said once, above
+        assert "TensorFlow processes on the CPU" in str(app.query_one("#process-caption").render())
+
+
+async def test_real_settings_without_driver_do_not_crash() -> None:
+    """On this machine (and in CI) there is no NVIDIA driver: the real NVML path must explain that."""
+    app = TfgpuApp(Settings(interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(pilot, lambda: tab.snapshot is not None, timeout=10)
+        if tab.snapshot.error is None:  # a machine with a working driver shows its GPUs instead
+            assert len(app.query(GpuCard)) == len(tab.snapshot.devices)
+            return
+        assert "Nothing to monitor" in str(app.query_one("#no-gpu").render())
+        await wait_until(pilot, lambda: app.query_one(StatusHeader).no_gpu_reason != "")
+        assert "no GPU to monitor" in str(app.query_one(StatusHeader).render())

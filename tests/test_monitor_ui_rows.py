@@ -1,0 +1,136 @@
+"""The Monitor tab's pure rendering helpers: process rows, GPU cards, alerts, host line (no Textual app)."""
+
+from __future__ import annotations
+
+from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.model import DeviceSample, HostState, HostStats, JupyterKernel, ProcessRow, Snapshot
+from tfgpu_tui.ui.widgets.alerts_panel import render_alerts
+from tfgpu_tui.ui.widgets.gpu_card import render_card, unavailable_tooltip
+from tfgpu_tui.ui.widgets.gpu_format import duration_text, mib_text
+from tfgpu_tui.ui.widgets.host_line import render_host_line
+from tfgpu_tui.ui.widgets.process_table import COLUMNS, build_process_rows, row_key
+
+COLUMN = {key: position for position, (key, _label) in enumerate(COLUMNS)}
+
+
+def _process(pid: int, **fields: object) -> ProcessRow:
+    values: dict = {"gpu_index": 0, "gpu_memory_mib": None, "sm_percent": None, "host_state": HostState.OK}
+    values.update(fields)
+    return ProcessRow(pid=pid, **values)
+
+
+def _snapshot(processes: list[ProcessRow], devices: list[DeviceSample] | None = None) -> Snapshot:
+    host = HostStats(cpu_percent=12.0, cpu_count=16, memory_used_mib=8192.0, memory_total_mib=65536.0)
+    return Snapshot(0.0, False, None, None, devices or [], processes, host, [], sample_ms=2.5)
+
+
+def _cell(rows, index: int, column: str) -> str:
+    return str(rows[index].cells[COLUMN[column]])
+
+
+PROCESSES = [
+    _process(10, gpu_memory_mib=2048.0, sm_percent=90.0, running_seconds=50.0, create_time=1.0),
+    _process(30, gpu_memory_mib=40960.0, sm_percent=0.0, running_seconds=7200.0, create_time=2.0),
+    _process(20, gpu_memory_mib=512.0, sm_percent=None, running_seconds=None, create_time=3.0),
+    _process(40, gpu_index=None, tensorflow_loaded=True, running_seconds=10.0, create_time=4.0),
+]
+
+
+def _pids(rows) -> list[int]:
+    return [row.process.pid for row in rows]
+
+
+def test_rows_sort_by_each_key_and_reverse() -> None:
+    snapshot = _snapshot(PROCESSES)
+    assert _pids(build_process_rows(snapshot, "memory")) == [30, 10, 20, 40]
+    assert _pids(build_process_rows(snapshot, "sm")) == [10, 30, 20, 40]
+    assert _pids(build_process_rows(snapshot, "pid")) == [10, 20, 30, 40]
+    assert _pids(build_process_rows(snapshot, "time")) == [30, 10, 40, 20]
+    assert _pids(build_process_rows(snapshot, "memory", reverse=True)) == [40, 20, 10, 30]
+    assert _pids(build_process_rows(snapshot, "pid", reverse=True)) == [40, 30, 20, 10]
+
+
+def test_row_cells_show_na_cpu_and_units() -> None:
+    rows = build_process_rows(_snapshot(PROCESSES), "pid")
+    assert _cell(rows, 0, "memory") == "2048 MiB"
+    assert _cell(rows, 2, "memory") == "40.0 GiB"
+    assert _cell(rows, 1, "sm") == "N/A"
+    assert _cell(rows, 1, "time") == "N/A"
+    assert _cell(rows, 2, "time") == "2:00:00"
+    assert _cell(rows, 3, "gpu") == "CPU"
+    assert _cell(rows, 3, "tf") == "TF"
+    assert rows[0].key == row_key(PROCESSES[0]) and rows[0].key != row_key(PROCESSES[1])
+
+
+def test_unresolved_rows_are_kept_with_their_marker() -> None:
+    hidden = _process(77, gpu_memory_mib=1000.0, host_state=HostState.OTHER_NAMESPACE)
+    gone = _process(78, gpu_memory_mib=900.0, host_state=HostState.NO_SUCH_PROCESS)
+    rows = build_process_rows(_snapshot([hidden, gone]))
+    assert _pids(rows) == [77, 78]
+    assert "--pid=host" in _cell(rows, 0, "command")
+    assert "gone" in _cell(rows, 1, "command")
+    assert _cell(rows, 0, "memory") == "1000 MiB"
+
+
+def test_jupyter_kernels_show_notebook_or_kernel_id() -> None:
+    named = _process(
+        1, jupyter=JupyterKernel("abc", "work/train.ipynb", execution_state="idle"), command="python -m x"
+    )
+    unnamed = _process(2, jupyter=JupyterKernel("def-123", None, why_unknown="server owned by alice"))
+    rows = build_process_rows(_snapshot([named, unnamed]), "pid")
+    assert "notebook work/train.ipynb" in _cell(rows, 0, "command") and "idle" in _cell(rows, 0, "command")
+    assert _cell(rows, 1, "command") == "jupyter kernel def-123 (server owned by alice)"
+
+
+def _device(**fields: object) -> DeviceSample:
+    values: dict = {
+        "index": 0,
+        "name": "Tesla T4",
+        "utilization_percent": 87.0,
+        "memory_used_mib": 4096.0,
+        "memory_total_mib": 16384.0,
+        "temperature_c": 65.0,
+        "power_w": 50.0,
+        "power_limit_w": 70.0,
+        "fan_percent": None,
+        "sm_clock_mhz": 1590.0,
+        "performance_state": 0,
+    }
+    values.update(fields)
+    return DeviceSample(**values)
+
+
+def test_card_shows_readings_and_na() -> None:
+    text = render_card(_device(unavailable={"fan": "not supported"})).plain
+    assert "GPU 0 Tesla T4  P0" in text
+    assert "87 %" in text and "4.0/16.0 GiB" in text and "65 °C" in text and "50/70 W" in text
+    assert "Fan N/A" in text and "SM 1590 MHz" in text
+    assert unavailable_tooltip(_device(unavailable={"fan": "not supported"})) == "fan: not supported"
+    missing = render_card(_device(utilization_percent=None, memory_used_mib=None, power_w=None)).plain
+    assert "N/A" in missing and "N/A/16.0 GiB" in missing and "N/A/70 W" in missing
+
+
+def test_lost_card_says_so() -> None:
+    text = render_card(_device(lost=True)).plain
+    assert "LOST" in text and "dmesg" in text and "87 %" not in text
+
+
+def test_alerts_render_most_urgent_first_with_fix() -> None:
+    alerts = [
+        Alert("stale_vram", Severity.WARNING, "idle kernel holds 18 GiB", "shut down the kernel", "PID 1"),
+        Alert("memory_full", Severity.CRITICAL, "GPU 0 memory is 97 % full", "", "GPU 0"),
+    ]
+    lines = render_alerts(alerts).plain.splitlines()
+    assert lines[0].startswith(" CRIT ") and "GPU 0 memory is 97 % full" in lines[0]
+    assert "PID 1: idle kernel holds 18 GiB" in lines[1] and "fix: shut down the kernel" in lines[2]
+
+
+def test_host_line_has_cpu_memory_and_refresh_cost() -> None:
+    text = render_host_line(_snapshot([])).plain
+    assert "12 % of 16 cores" in text and "8.0/64.0 GiB" in text and "refresh 2.5 ms" in text
+    assert "refresh 2.5 ms + UI 0.4 ms" in render_host_line(_snapshot([]), ui_ms=0.42).plain
+
+
+def test_formatting_edges() -> None:
+    assert mib_text(None) == "N/A" and mib_text(10239.0) == "10239 MiB" and mib_text(10240.0) == "10.0 GiB"
+    assert duration_text(59) == "0:59" and duration_text(3 * 86400 + 4 * 3600) == "3d 04h"

@@ -1,0 +1,75 @@
+"""One GPU's live readings as a compact card; fields the GPU does not report read N/A."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tfgpu_tui.gpu.model import DeviceSample
+from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text
+from tfgpu_tui.ui.widgets.history_plot import MEMORY_COLOR, UTILIZATION_COLOR
+
+BAR_WIDTH = 16
+
+
+def _gib(mib: float | None) -> str:
+    return NA if mib is None else f"{mib / 1024:.1f}"
+
+
+def render_card(sample: DeviceSample) -> Text:
+    """The card's text: title line, utilisation and memory bars, then temperature, power, fan, clock."""
+    text = Text()
+    text.append(f"GPU {sample.index} ", style="bold")
+    text.append(sample.name)
+    if sample.performance_state is not None:
+        text.append(f"  P{sample.performance_state}", style="dim")
+    if sample.lost:
+        text.append("  LOST", style="bold white on red")
+        text.append("\nThe GPU stopped answering (fell off the bus or an XID error).")
+        text.append("\nFix: check `dmesg | grep -i xid`; a reset or reboot is usually needed.", style="dim")
+        return text
+    util = sample.utilization_percent
+    text.append("\nUtil ", style=f"bold {UTILIZATION_COLOR}")
+    text.append_text(bar(util, BAR_WIDTH, level_style(util)))
+    text.append(f" {number_text(util, ' %'):>6}")
+    memory = sample.memory_percent
+    text.append("\nMem  ", style=f"bold {MEMORY_COLOR}")
+    text.append_text(bar(memory, BAR_WIDTH, level_style(memory, warn=80.0, critical=95.0)))
+    text.append(f" {_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)} GiB")
+    text.append(f"\n{number_text(sample.temperature_c, ' °C'):>6}  ")
+    power = f"{number_text(sample.power_w)}/{number_text(sample.power_limit_w)} W"
+    text.append(
+        f"{power}  Fan {number_text(sample.fan_percent, ' %')}  SM {number_text(sample.sm_clock_mhz, ' MHz')}"
+    )
+    return text
+
+
+def unavailable_tooltip(sample: DeviceSample) -> str | None:
+    """Why each N/A field is missing, one per line; None when every field was read."""
+    if not sample.unavailable:
+        return None
+    return "\n".join(f"{name}: {why}" for name, why in sorted(sample.unavailable.items()))
+
+
+class GpuCard(Static):
+    """A bordered card for one GPU; `show` re-renders it only when the reading changed."""
+
+    DEFAULT_CSS = """
+    GpuCard { width: 48; height: 6; border: round $primary; padding: 0 1; }
+    GpuCard.-lost { border: round $error; }
+    """
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-card-{index}")
+        self.index = index
+        self._last: DeviceSample | None = None
+
+    def show(self, sample: DeviceSample) -> None:
+        """Display this sample (skipped when identical to the last one)."""
+        if sample == self._last:
+            return
+        if self._last is None or sample.unavailable != self._last.unavailable:
+            self.tooltip = unavailable_tooltip(sample)
+        self._last = sample
+        self.set_class(sample.lost, "-lost")
+        self.update(render_card(sample))

@@ -1,0 +1,82 @@
+"""A plotext chart of one GPU's utilisation and memory use over the last few minutes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import RenderResult
+from textual_plotext import PlotextPlot
+
+Series = tuple[list[float], list[float]]
+# Line colours; the GPU card colours its "Util" and "Mem" labels the same, so it doubles as the legend.
+UTILIZATION_COLOR = "cyan"
+MEMORY_COLOR = "magenta"
+
+
+@dataclass(frozen=True)
+class GpuHistory:
+    """One GPU's plotted series, x in seconds relative to now (negative = in the past)."""
+
+    index: int
+    utilization: Series
+    memory_percent: Series
+
+
+def relative_series(series: tuple[list[float], list[float]], now: float) -> Series:
+    """Turn (timestamps, percentages) into (seconds before `now`, percentages clamped to 0-100); plotext
+    fails on points outside the axis limits."""
+    times, values = series
+    return [t - now for t in times], [min(100.0, max(0.0, value)) for value in values]
+
+
+def _minute_ticks(window_seconds: float) -> tuple[list[float], list[str]]:
+    minutes = max(1, int(window_seconds // 60))
+    ticks = [-60.0 * m for m in range(minutes, 0, -1)] + [0.0]
+    return ticks, [f"-{m}m" for m in range(minutes, 0, -1)] + ["now"]
+
+
+class HistoryPlot(PlotextPlot):
+    """Utilisation % and memory % of one GPU, both on a 0-100 axis, over `window_seconds`."""
+
+    DEFAULT_CSS = """
+    HistoryPlot { height: 6; width: 1fr; min-width: 30; }
+    """
+
+    def __init__(self, index: int, window_seconds: float = 300.0) -> None:
+        super().__init__(id=f"gpu-history-{index}")
+        self.index = index
+        self.window_seconds = window_seconds
+        self.history: GpuHistory | None = None
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._draw()
+
+    def show(self, history: GpuHistory) -> None:
+        """Plot these series (replacing the previous ones)."""
+        self.history = history
+        self._draw()
+
+    def render(self) -> RenderResult:
+        """The plot; a plotext failure shows as a line of text instead of taking the app down."""
+        try:
+            return super().render()
+        except Exception as error:  # noqa: BLE001 - plotext raises plain IndexError/ValueError on odd input
+            return Text(f"plot unavailable: {error!r}", style="dim")
+
+    def _draw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.xlim(-self.window_seconds, 0)
+        plt.ylim(0, 100)
+        plt.yticks([0, 50, 100])
+        plt.xticks(*_minute_ticks(self.window_seconds))
+        if self.history is not None:
+            for (xs, ys), color in (
+                (self.history.utilization, UTILIZATION_COLOR),
+                (self.history.memory_percent, MEMORY_COLOR),
+            ):
+                if xs:
+                    plt.plot(xs, ys, color=color, marker="braille")
+        self.refresh()
