@@ -66,15 +66,24 @@ class TfgpuApp(App[None]):
     def on_alerts_changed(self, message: AlertsChanged) -> None:
         self._alerts_by_source[message.source] = list(message.alerts)
         alerts = self.all_alerts
-        header = self.query_one(StatusHeader)
+        header = self._header()
+        if header is None:
+            return
         header.alert = most_urgent(alerts)
         header.alert_count = len(alerts)
 
     def on_gpu_count_changed(self, message: GpuCountChanged) -> None:
-        header = self.query_one(StatusHeader)
+        header = self._header()
+        if header is None:
+            return
         header.gpu_count = message.count
         header.simulated = message.simulated
         header.no_gpu_reason = message.reason
+
+    def _header(self) -> StatusHeader | None:
+        """The status header, or None while the app is shutting down."""
+        headers = self.query(StatusHeader)
+        return headers.first() if headers else None
 
     def on_show_tab(self, message: ShowTab) -> None:
         self.action_show_tab(message.tab_id)
