@@ -60,6 +60,10 @@ kill_grace_seconds = 0
 fallback_seconds = 30
 stale_minutes = 45.5
 memory_full_percent = 90
+starvation_minutes = 5
+starvation_util_percent = 40
+starvation_cpu_percent = 150
+memory_growth_percent = 85
 probe_timeout_seconds = 300
 probe_budget_mb = 20000
 """
@@ -80,6 +84,8 @@ def test_file_values_are_applied(config_file: Path) -> None:
     assert settings.fallback_seconds == 30
     assert settings.stale_minutes == 45.5
     assert settings.memory_full_percent == 90
+    assert (settings.starvation_minutes, settings.starvation_util_percent) == (5, 40)
+    assert (settings.starvation_cpu_percent, settings.memory_growth_percent) == (150, 85)
     assert settings.probe_timeout_seconds == 300
     assert settings.probe_budget_mb == 20000
 

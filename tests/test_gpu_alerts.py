@@ -5,29 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from gpu_alert_helpers import device, kinds, proc
 
 from tfgpu_tui.gpu.alerts import AlertRules
 from tfgpu_tui.gpu.history import History
-from tfgpu_tui.gpu.model import DeviceSample, HostState, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.model import JupyterKernel
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.settings import Settings
-
-
-def device(
-    index: int = 0, util: float | None = 0.0, used: float = 1000.0, total: float = 80000.0
-) -> DeviceSample:
-    return DeviceSample(index, "GPU", util, used, total, 40.0, 100.0, 400.0, None, 1410.0, 0)
-
-
-def proc(
-    pid: int, gpu: int | None = 0, mib: float | None = 1000.0, sm: float | None = 0.0, **kw
-) -> ProcessRow:
-    return ProcessRow(pid, gpu, mib, sm, HostState.OK, command=f"python job{pid}.py", create_time=1.0, **kw)
-
-
-def kinds(alerts) -> list[tuple[str, str]]:
-    return [(a.kind, a.subject) for a in alerts]
 
 
 def test_tensorflow_without_gpu_memory_is_a_cpu_fallback_only_when_gpus_exist() -> None:
@@ -126,9 +111,10 @@ def test_demo_scene_raises_the_documented_alerts() -> None:
     assert any(r.jupyter and r.jupyter.notebook_path for r in snapshot.processes)
     assert snapshot.devices[0].fan_percent is None and "fan" in snapshot.devices[0].unavailable
     first = snapshot.devices[0].utilization_percent
+    points = len(sampler.history.series(0, "utilization")[1])  # the replayed past plus this sample
     clock[0] += 4
     assert sampler.sample().devices[0].utilization_percent != first  # numbers move
-    assert len(sampler.history.series(0, "utilization")[1]) == 2
+    assert len(sampler.history.series(0, "utilization")[1]) == points + 1
 
 
 def test_scaled_simulation_for_benchmarks() -> None:

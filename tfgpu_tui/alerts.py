@@ -24,6 +24,8 @@ class Alert:
         message: what is wrong, in one sentence.
         fix: what to do about it (a command or a snippet where one exists).
         subject: what it is about, e.g. ``GPU 0`` or ``PID 4242``; empty when global.
+        link: where the dashboard explains more, as ``<tab id>:<item id>`` (e.g. ``environment:gpus_visible``
+            is the Environment tab's finding with that id); empty when there is nothing to jump to.
     """
 
     kind: str
@@ -31,6 +33,7 @@ class Alert:
     message: str
     fix: str = ""
     subject: str = ""
+    link: str = ""
 
     def as_dict(self) -> dict[str, str]:
         """The alert as plain JSON-ready data."""
@@ -40,6 +43,7 @@ class Alert:
             "message": self.message,
             "fix": self.fix,
             "subject": self.subject,
+            "link": self.link,
         }
 
 

@@ -125,6 +125,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("fallback_seconds", _positive, "GPU idle this long while training = CPU fallback"),
     ConfigKey("stale_minutes", _positive, "an idle process holding GPU memory this long is stale"),
     ConfigKey("memory_full_percent", _percent, "GPU memory use that raises an alert"),
+    ConfigKey("starvation_minutes", _positive, "low GPU use with a busy CPU this long = input starvation"),
+    ConfigKey("starvation_util_percent", _percent, "mean GPU utilisation below this can mean starvation"),
+    ConfigKey("starvation_cpu_percent", _positive, "mean CPU % (of one core) above this can mean starvation"),
+    ConfigKey("memory_growth_percent", _percent, "a TensorFlow process holding this much of a shared GPU"),
     ConfigKey("probe_timeout_seconds", _positive, "time limit of the TensorFlow probe"),
     ConfigKey("probe_budget_mb", _megabytes, "default memory budget of the batch probe"),
 )

@@ -24,10 +24,16 @@ class Settings:
     fallback_seconds: float = 60.0
     stale_minutes: float = 10.0
     memory_full_percent: float = 95.0
+    starvation_minutes: float = 2.0
+    starvation_util_percent: float = 50.0
+    starvation_cpu_percent: float = 80.0  # of one core, as top and psutil count it
+    memory_growth_percent: float = 90.0
     # Training tab
     log_path: Path = Path("train.log")
     log_path_given: bool = False
     checkpoints_dir: Path | None = None
+    checkpoint_max_epochs: int = 5
+    checkpoint_max_minutes: float = 30.0
     # Environment tab
     probe_timeout_seconds: float = 120.0
     # Batch probe tab

@@ -1,8 +1,9 @@
 """Alert rules over successive snapshots: silent CPU fallback, stale VRAM holders, memory nearly full,
-and GPUs that fell off the bus. Each alert says what is wrong and what to do.
+GPUs that fell off the bus, and the live diagnoses: input-pipeline starvation and TensorFlow's whole-card
+pre-allocation on a shared GPU. Each alert says what is wrong and what to do.
 
 The rules keep a little state (since when a GPU has been idle, since when a process has held memory at 0 %
-SM), so windows longer than the history plots (e.g. 10 minutes) cost nothing.
+SM, running means per TensorFlow process), so windows longer than the history plots cost next to nothing.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow
 from tfgpu_tui.settings import Settings
 
 FALLBACK_PROCESS_FIX = (
     'In that environment run `python -c "import tensorflow as tf; '
     "print(tf.config.list_physical_devices('GPU'))\"`; an empty list means a CPU-only TensorFlow or missing "
-    "CUDA libraries (see the Environment tab); also check CUDA_VISIBLE_DEVICES"
+    "CUDA libraries (the Environment tab's “GPUs visible to TensorFlow” finding, or `tfgpu-tui check`, says "
+    "which); also check CUDA_VISIBLE_DEVICES"
 )
 FALLBACK_IDLE_FIX = (
     "Log device placement (`tf.debugging.set_log_device_placement(True)`); if the ops are on the GPU, speed "
@@ -27,6 +30,26 @@ UNATTRIBUTED_FIX = (
     "Processes in other containers or PID namespaces, or ones this user may not list, can hold it: on the "
     "host run `sudo fuser -v /dev/nvidia*` (or `sudo lsof /dev/nvidia*`)"
 )
+STARVATION_FIX = (
+    "Prepare batches in parallel and ahead of the GPU: `ds = ds.map(parse, "
+    "num_parallel_calls=tf.data.AUTOTUNE).cache().batch(256).prefetch(tf.data.AUTOTUNE)` (cache() after "
+    "the costly map when the data fits in memory; prefetch last); for a Keras PyDataset pass workers=8, "
+    "use_multiprocessing=True"
+)
+MEMORY_GROWTH_FIX = (
+    "Let it take memory as needed: before any TensorFlow op run `for gpu in "
+    "tf.config.list_physical_devices('GPU'): tf.config.experimental.set_memory_growth(gpu, True)`, or start "
+    "it with `TF_FORCE_GPU_ALLOW_GROWTH=true python train.py`; to cap it instead use "
+    "`tf.config.set_logical_device_configuration(gpu, "
+    "[tf.config.LogicalDeviceConfiguration(memory_limit=8192)])`"
+)
+# Where the Environment tab explains a CPU fallback: whether TensorFlow sees a GPU at all (that finding
+# defers to "cpu_only_build" for a CPU-only wheel), and whether an op placed on GPU:0 really runs there.
+# On a full shared GPU, a TensorFlow process holding at least this share most likely took "all that was left".
+FULL_GPU_MAJORITY_PERCENT = 50.0
+NO_GPU_FINDING = "environment:gpus_visible"
+PLACEMENT_FINDING = "environment:placement"
+ProcessKey = tuple[int, "float | None", "int | None"]
 MEMORY_FULL_FIX = (
     "New work will fail with OOM: end idle holders (stale kernels), lower the batch size, or let TensorFlow "
     "grow memory on demand (`tf.config.experimental.set_memory_growth(gpu, True)`)"
@@ -42,6 +65,17 @@ def _describe(row: ProcessRow) -> str:
         return f"Jupyter kernel {row.jupyter.notebook_path or row.jupyter.kernel_id} (PID {row.pid})"
     command = (row.command or "").split(" ")
     return f"PID {row.pid} ({' '.join(command[:3])})" if row.command else f"PID {row.pid}"
+
+
+def _key(row: ProcessRow) -> ProcessKey:
+    """A process on one GPU, robust to PID reuse."""
+    return (row.pid, row.create_time, row.gpu_index)
+
+
+def _forget_gone(state: dict, live: set) -> None:
+    """Drop the remembered state of processes that no longer meet a rule's preconditions."""
+    for key in [k for k in state if k not in live]:
+        del state[key]
 
 
 def _iso_seconds(text: str | None) -> float | None:
@@ -60,13 +94,16 @@ class AlertRules:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._gpu_idle_since: dict[int, float] = {}
-        self._process_idle_since: dict[tuple[int, float | None, int | None], float] = {}
+        self._process_idle_since: dict[ProcessKey, float] = {}
+        self._starvation_means: dict[ProcessKey, RollingMeans] = {}
 
     def evaluate(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         """The alerts that hold now, most actionable first."""
         alerts = self._lost(devices)
         alerts += self._cpu_fallback(now, devices, processes)
         alerts += self._stale(now, devices, processes)
+        alerts += self._starvation(now, devices, processes)
+        alerts += self._memory_growth(devices, processes)
         alerts += self._memory_full(devices)
         alerts += self._unattributed(devices, processes)
         return alerts
@@ -99,6 +136,7 @@ class AlertRules:
                             "it is running on the CPU",
                             FALLBACK_PROCESS_FIX,
                             f"PID {row.pid}",
+                            NO_GPU_FINDING,
                         )
                     )
         tf_gpus = {r.gpu_index for r in processes if r.tensorflow_loaded and (r.gpu_memory_mib or 0) > 0}
@@ -117,6 +155,7 @@ class AlertRules:
                         "process holds its memory: the work is running on the CPU or starved for input",
                         FALLBACK_IDLE_FIX,
                         f"GPU {device.index}",
+                        PLACEMENT_FINDING,
                     )
                 )
         return alerts
@@ -124,10 +163,10 @@ class AlertRules:
     def _stale(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         limit = self.settings.stale_minutes * 60
         gpu_busy = {d.index: d.utilization_percent for d in devices}
-        live: set[tuple[int, float | None, int | None]] = set()
+        live: set[ProcessKey] = set()
         found: list[tuple[bool, float, Alert]] = []
         for row in processes:
-            key = (row.pid, row.create_time, row.gpu_index)
+            key = _key(row)
             # without per-process SM % (older GPUs), an idle GPU is the best evidence there is
             busy = row.sm_percent if row.sm_percent is not None else gpu_busy.get(row.gpu_index)
             if row.gpu_index is None or not row.gpu_memory_mib or busy != 0:
@@ -154,9 +193,94 @@ class AlertRules:
             )
             alert = Alert("stale_vram", Severity.WARNING, message, fix, f"PID {row.pid}")
             found.append((row.jupyter is None, -idle, alert))
-        for key in [k for k in self._process_idle_since if k not in live]:
-            del self._process_idle_since[key]
+        _forget_gone(self._process_idle_since, live)
         return [alert for _, _, alert in sorted(found, key=lambda item: item[:2])]
+
+    def _starvation(
+        self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
+    ) -> list[Alert]:
+        """A TensorFlow process holds GPU memory, its GPU's utilisation averages under the threshold over the
+        window and the process keeps a CPU core busy: the input pipeline cannot keep up.
+
+        Means, not every sample: a starved GPU runs in bursts whenever a batch arrives. A mean of exactly 0 %
+        is left to the CPU-fallback rule (the GPU does no work at all, so placement is the likelier cause).
+        """
+        window = self.settings.starvation_minutes * 60
+        utilization = {d.index: d.utilization_percent for d in devices if not d.lost}
+        live: set[ProcessKey] = set()
+        alerts = []
+        for row in processes:
+            gpu_util = utilization.get(row.gpu_index) if row.gpu_index is not None else None
+            if (
+                not row.tensorflow_loaded
+                or not row.gpu_memory_mib
+                or gpu_util is None
+                or row.cpu_percent is None
+            ):
+                continue
+            key = _key(row)
+            live.add(key)
+            means = self._starvation_means.get(key)
+            if means is None or means.window_seconds != window:
+                means = self._starvation_means[key] = RollingMeans(window, 2)
+            means.add(now, (gpu_util, row.cpu_percent))
+            if not means.covers(now):
+                continue
+            mean_util, mean_cpu = means.means()
+            starving = 0 < mean_util < self.settings.starvation_util_percent
+            if not (starving and mean_cpu >= self.settings.starvation_cpu_percent):
+                continue
+            alerts.append(
+                Alert(
+                    "input_starvation",
+                    Severity.WARNING,
+                    f"{_describe(row)}: GPU {row.gpu_index} averaged {mean_util:.0f} % utilisation over "
+                    f"{_minutes(window)} while the process kept {mean_cpu:.0f} % CPU busy: the input "
+                    "pipeline cannot feed the GPU",
+                    STARVATION_FIX,
+                    f"PID {row.pid}",
+                )
+            )
+        _forget_gone(self._starvation_means, live)
+        return alerts
+
+    def _memory_growth(self, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
+        """A TensorFlow process holds nearly a whole GPU that other processes share (or the GPU is full and it
+        holds most of it): TensorFlow's default pre-allocation starves the others.
+
+        Alone on a card, holding ~95 % is just that default and harms no one, so it is not reported.
+        """
+        alerts = []
+        by_gpu: dict[int | None, list[ProcessRow]] = {}
+        for row in processes:
+            by_gpu.setdefault(row.gpu_index, []).append(row)
+        for device in devices:
+            total = device.memory_total_mib
+            sharing = by_gpu.get(device.index, [])
+            if device.lost or not total or len({r.pid for r in sharing}) < 2:
+                continue
+            full = (device.memory_percent or 0.0) >= self.settings.memory_full_percent
+            for row in sharing:
+                share = 100.0 * (row.gpu_memory_mib or 0.0) / total
+                if not row.tensorflow_loaded or not (
+                    share >= self.settings.memory_growth_percent
+                    or (full and share >= FULL_GPU_MAJORITY_PERCENT)
+                ):
+                    continue
+                others = len({r.pid for r in sharing if r.pid != row.pid})
+                alerts.append(
+                    Alert(
+                        "memory_growth_off",
+                        Severity.WARNING,
+                        f"{_describe(row)} holds {row.gpu_memory_mib:.0f} MiB ({share:.0f} %) of GPU "
+                        f"{device.index}, which {others} other process{'es' if others > 1 else ''} share: "
+                        "TensorFlow pre-allocates nearly all free memory unless memory growth is on, so the "
+                        "others are left with little or none (out-of-memory errors)",
+                        MEMORY_GROWTH_FIX,
+                        f"PID {row.pid}",
+                    )
+                )
+        return alerts
 
     def _memory_full(self, devices: list[DeviceSample]) -> list[Alert]:
         alerts = []

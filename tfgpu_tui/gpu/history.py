@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 
 from tfgpu_tui.gpu.model import DeviceSample
@@ -46,3 +47,37 @@ class History:
     def clear(self) -> None:
         """Forget everything (e.g. when the source changes)."""
         self._points.clear()
+
+
+class RollingMeans:
+    """Means of a few readings over a sliding time window, O(1) per sample (running sums, no rescans).
+
+    Used by the alert rules for windows of minutes per process (e.g. GPU utilisation and the process's
+    CPU % for input-pipeline starvation); ``None`` readings are not recorded.
+    """
+
+    def __init__(self, window_seconds: float, columns: int) -> None:
+        self.window_seconds = window_seconds
+        self.first_seen: float | None = None
+        self._points: deque[tuple[float, tuple[float, ...]]] = deque()
+        self._sums = [0.0] * columns
+
+    def add(self, timestamp: float, values: tuple[float, ...]) -> None:
+        """Record one sample and drop those older than the window."""
+        if self.first_seen is None:
+            self.first_seen = timestamp
+        self._points.append((timestamp, values))
+        self._sums = list(map(operator.add, self._sums, values))
+        horizon = timestamp - self.window_seconds
+        while self._points[0][0] < horizon:
+            _, old = self._points.popleft()
+            self._sums = list(map(operator.sub, self._sums, old))
+
+    def covers(self, now: float) -> bool:
+        """Whether samples have been recorded for at least the whole window."""
+        return self.first_seen is not None and now - self.first_seen >= self.window_seconds
+
+    def means(self) -> tuple[float, ...]:
+        """The mean of each column over the window (zeros when empty)."""
+        count = len(self._points)
+        return tuple(total / count if count else 0.0 for total in self._sums)

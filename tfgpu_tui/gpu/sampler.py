@@ -64,6 +64,22 @@ class Sampler:
         self.last: Snapshot | None = None
         self._static_alerts: list[Alert] | None = None
         self._lock = threading.Lock()
+        self._replay_past()
+
+    def _replay_past(self) -> None:
+        """Feed a source's recorded past (the demo's) to the history and the alert rules, so plots start full
+        and windowed alerts (input starvation) show from the first frame. Real sources have no past."""
+        past = getattr(self.source, "past_samples", None)
+        if past is None:
+            return
+        # every 2 s (the plots cannot show finer at this width; half the start-up cost of 1 s), one point
+        # short of the plot window so no replayed point falls off the plot's left edge
+        step = max(self.settings.interval, 2.0)
+        now = time.time()
+        with contextlib.suppress(Exception):
+            for ago, reading, rows in past(self.history.window_seconds - step, step):
+                self.history.add(now - ago, reading.devices)
+                self.rules.evaluate(now - ago, reading.devices, rows)
 
     def sample(self) -> Snapshot:
         """Take one snapshot (blocking; call from a worker thread). Never raises."""

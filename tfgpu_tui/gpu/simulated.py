@@ -1,9 +1,11 @@
 """A simulated GPU source for --demo, tests and benchmarks (always labelled SIMULATED).
 
 The default scene has two GPUs: a TensorFlow training job on GPU 0; on GPU 1 an idle Jupyter kernel holding
-memory and another user's evaluation job; and a TensorFlow job that silently fell back to the CPU. Numbers
-move smoothly and deterministically with time. Killing a simulated process acts on the simulation only.
-``SimulatedSource(gpus=8, processes_per_gpu=8)`` builds a large scene for benchmarks.
+memory and another user's TensorFlow evaluation job whose input pipeline starves the GPU (a busy CPU, the GPU
+under 50 %); and a TensorFlow job that silently fell back to the CPU. Numbers move smoothly and
+deterministically with time; ``past_samples`` replays the last minutes so a demo opens with full history plots
+and with the alerts whose window has already passed. Killing a simulated process acts on the simulation only.
+``SimulatedSource(gpus=8, processes_per_gpu=8)`` builds a large scene for benchmarks (without a replay).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 
 from tfgpu_tui.gpu.model import DeviceSample, DriverInfo, HostState, HostStats, JupyterKernel, ProcessRow
@@ -71,7 +73,8 @@ class SimulatedSource:
         self._uid = os.getuid()
         self.host = self
         start = clock()
-        if processes_per_gpu is None and gpus == 2:
+        self._replays = processes_per_gpu is None and gpus == 2
+        if self._replays:
             self._gpus, self._procs, self._cpu_procs = self._demo_scene(start)
         else:
             self._gpus, self._procs, self._cpu_procs = self._scaled_scene(start, gpus, processes_per_gpu or 0)
@@ -139,7 +142,6 @@ class SimulatedSource:
                     user="bob",
                     uid=other_uid,
                     host_memory_mib=5120.0,
-                    tensorflow_loaded=None,
                 ),
                 memory_mib=9216.0,
                 sm_base=34.0,
@@ -186,7 +188,9 @@ class SimulatedSource:
     # -- GpuSource ------------------------------------------------------------------------------------------
     def read(self) -> GpuReading:
         """One simulated reading of every GPU and its processes."""
-        now = self._clock()
+        return self._reading(self._clock())
+
+    def _reading(self, now: float) -> GpuReading:
         with self._lock:
             live = [p for p in self._procs if p.alive]
         processes = [
@@ -227,10 +231,27 @@ class SimulatedSource:
     def close(self) -> None:
         """Nothing to release."""
 
+    def past_samples(
+        self, seconds: float, step: float
+    ) -> Iterator[tuple[float, GpuReading, list[ProcessRow]]]:
+        """(seconds ago, reading, process rows) every ``step`` s over the last ``seconds``, oldest first; the
+        demo scene only (the benchmark scenes start empty, like a real source)."""
+        if not self._replays or step <= 0:
+            return
+        now = self._clock()
+        count = int(seconds // step)
+        for back in range(count, 0, -1):
+            at = now - back * step
+            reading = self._reading(at)
+            rows = self._rows(at, reading.processes)
+            yield back * step, reading, rows + self._cpu_rows(at, {row.pid for row in rows})
+
     # -- ProcessHost ----------------------------------------------------------------------------------------
     def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
         """Host details of simulated GPU processes."""
-        now = self._clock()
+        return self._rows(self._clock(), processes)
+
+    def _rows(self, now: float, processes: list[GpuProcess]) -> list[ProcessRow]:
         by_pid = {p.row.pid: p for p in self._procs}
         rows = []
         for gpu_process in processes:
@@ -263,7 +284,9 @@ class SimulatedSource:
 
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
         """The simulated TensorFlow job running on the CPU."""
-        now = self._clock()
+        return self._cpu_rows(self._clock(), exclude)
+
+    def _cpu_rows(self, now: float, exclude: set[int]) -> list[ProcessRow]:
         return [self._live_row(p, now, None) for p in self._cpu_procs if p.alive and p.row.pid not in exclude]
 
     def stats(self) -> HostStats | None:
