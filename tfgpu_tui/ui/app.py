@@ -16,7 +16,7 @@ from tfgpu_tui.ui.batch_probe import BatchProbeTab
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.help_screen import HelpScreen
-from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, ShowTab
+from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.training import TrainingTab
@@ -87,6 +87,14 @@ class TfgpuApp(App[None]):
 
     def on_show_tab(self, message: ShowTab) -> None:
         self.action_show_tab(message.tab_id)
+        if message.target:
+            for tab in self.query(DashboardTab):
+                if message.tab_id == tab.TAB_ID:
+                    tab.reveal(message.target)
+
+    def on_open_log(self, message: OpenLog) -> None:
+        self.action_show_tab(TrainingTab.TAB_ID)
+        self.query_one(TrainingTab).open_log(message.path, message.pid)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._focus_active_tab)

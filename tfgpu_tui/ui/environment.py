@@ -112,6 +112,7 @@ class EnvironmentTab(DashboardTab):
     def __init__(self, settings) -> None:  # noqa: ANN001 - Settings, as in DashboardTab
         super().__init__(settings)
         self.report: EnvReport | None = None
+        self._reveal_id = ""  # a finding to select once the report has it (from an alert's link)
         self.generation = 0
         self.started_at = 0.0
         self._spin = 0
@@ -193,9 +194,18 @@ class EnvironmentTab(DashboardTab):
                 key=finding.id,
             )
         ids = [finding.id for finding in report.findings]
-        if selected is not None and selected.id in ids:
-            table.move_cursor(row=ids.index(selected.id))
+        wanted = self._reveal_id or (selected.id if selected is not None else None)
+        if wanted in ids:
+            table.move_cursor(row=ids.index(wanted))
+            if report.complete:
+                self._reveal_id = ""
         self._show_detail()
+
+    def reveal(self, target: str) -> None:
+        """Select the finding with this id, now or as soon as the report has it."""
+        self._reveal_id = target
+        if self.report is not None:
+            self._fill_table(self.report)
 
     def selected_finding(self) -> Finding | None:
         """The finding under the table's cursor."""

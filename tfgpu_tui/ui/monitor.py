@@ -24,7 +24,8 @@ from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged
+from tfgpu_tui.training.log_sources import OutputKind, process_output
+from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
@@ -109,6 +110,8 @@ class MonitorTab(DashboardTab):
         Binding("k", "kill", "Kill process"),
         Binding("s", "cycle_sort", "Sort by next"),
         Binding("r", "reverse_sort", "Reverse sort"),
+        Binding("l", "open_log", "Open its log"),
+        Binding("e", "explain", "Explain alert"),
     ]
     DEFAULT_CSS = """
     MonitorTab #host-line { height: 1; padding: 0 1; }
@@ -287,6 +290,34 @@ class MonitorTab(DashboardTab):
         self.sort_reverse = not self.sort_reverse if key == self.sort_by else False
         self.sort_by = key
         self._refresh_table()
+
+    def action_explain(self) -> None:
+        """Jump to the Environment finding behind an alert: the selected process's, else the first."""
+        alerts = [alert for alert in (self.snapshot.alerts if self.snapshot else []) if alert.link]
+        if not alerts:
+            self.notify("No alert here links to an Environment finding.", severity="information")
+            return
+        selected = self.query_one(ProcessTable).selected
+        subject = f"PID {selected.process.pid}" if selected is not None else ""
+        alert = next((alert for alert in alerts if alert.subject == subject), alerts[0])
+        self.post_message(ShowTab.from_link(alert.link))
+
+    # --- log -----------------------------------------------------------------------------------------------
+
+    def action_open_log(self) -> None:
+        """Follow the file the selected process writes its output to, in the Training tab."""
+        selected = self.query_one(ProcessTable).selected
+        if selected is None:
+            self.notify("Select a process in the table first.", severity="warning")
+            return
+        if self.settings.demo:
+            self.notify("The demo's processes are simulated: they have no log.", severity="warning")
+            return
+        output = process_output(selected.process.pid)
+        if output.kind is OutputKind.FILE and output.path is not None:
+            self.post_message(OpenLog(output.path, selected.process.pid))
+        else:
+            self.notify(output.message, title="No log file", severity="warning", timeout=NOTIFY_SECONDS)
 
     # --- kill -----------------------------------------------------------------------------------------------
 

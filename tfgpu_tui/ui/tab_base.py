@@ -22,6 +22,9 @@ class DashboardTab(Vertical):
         super().__init__(id=f"{self.TAB_ID}-tab")
         self.settings = settings
 
+    def reveal(self, target: str) -> None:
+        """Bring `target` (something this tab knows by id) into view; tabs with linkable items override it."""
+
     def focus_default(self) -> None:
         """Give focus to the tab's main widget: its first focusable descendant that does not take text
         (so that the app's keys, such as 1-4 to switch tabs, keep working), else itself."""

@@ -1,0 +1,26 @@
+"""Links between tabs: a Monitor alert jumps to its Environment finding; a process opens its log."""
+
+from __future__ import annotations
+
+from tests.test_monitor_ui import CPU_JOB, FAST, select_pid, wait_for_table, wait_until
+from textual.widgets import TabbedContent
+
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.environment import EnvironmentTab
+
+
+async def test_e_on_a_cpu_fallback_process_jumps_to_its_finding() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for_table(pilot)
+        await select_pid(pilot, CPU_JOB)
+        alert = next(a for a in app.query_one("MonitorTab").snapshot.alerts if a.subject == f"PID {CPU_JOB}")
+        assert alert.kind == "cpu_fallback" and alert.link.startswith("environment:")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "environment")
+        env = app.query_one(EnvironmentTab)
+        await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=15)
+        await pilot.pause()
+        selected = env.selected_finding()
+        assert selected is not None and selected.id == alert.link.partition(":")[2]
