@@ -66,6 +66,8 @@ starvation_cpu_percent = 150
 memory_growth_percent = 85
 probe_timeout_seconds = 300
 probe_budget_mb = 20000
+checkpoint_max_epochs = 3
+checkpoint_max_minutes = 12.5
 """
 
 
@@ -88,6 +90,7 @@ def test_file_values_are_applied(config_file: Path) -> None:
     assert (settings.starvation_cpu_percent, settings.memory_growth_percent) == (150, 85)
     assert settings.probe_timeout_seconds == 300
     assert settings.probe_budget_mb == 20000
+    assert (settings.checkpoint_max_epochs, settings.checkpoint_max_minutes) == (3, 12.5)
 
 
 def test_every_documented_key_is_a_settings_field() -> None:
@@ -138,7 +141,7 @@ def test_unknown_key_far_from_any_lists_the_known_keys() -> None:
     [
         ('interval = "fast"', "interval must be a number, got 'fast'"),
         ("readonly = 1", "readonly must be true or false, got 1"),
-        ("probe_budget_mb = 1.5", "probe_budget_mb must be a whole number of MiB, got 1.5"),
+        ("probe_budget_mb = 1.5", "probe_budget_mb must be a whole number, got 1.5"),
         ("log_path = 3", "log_path must be a non-empty string, got 3"),
         ("stale_minutes = true", "stale_minutes must be a number, got True"),
         ("interval = 0.1", "interval must be at least 0.25, got 0.1"),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.test_monitor_ui import CPU_JOB, FAST, select_pid, wait_for_table, wait_until
 from textual.widgets import TabbedContent
 
+from tests.test_monitor_ui import CPU_JOB, FAST, select_pid, wait_for_table, wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab

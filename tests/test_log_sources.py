@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from training_children import SLEEPER, started_children
 
 from tfgpu_tui.training.log_sources import (
     OutputKind,
@@ -17,16 +17,10 @@ from tfgpu_tui.training.log_sources import (
     refresh_writer,
 )
 
-SLEEPER = [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"]
-
 
 @pytest.fixture
 def children():
-    started: list[subprocess.Popen] = []
-    yield started
-    for child in started:
-        child.kill()
-        child.wait()
+    yield from started_children()
 
 
 def test_stdout_redirected_to_file(tmp_path: Path, children) -> None:

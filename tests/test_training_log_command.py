@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,28 @@ def test_follow_json_streams_epochs_as_they_are_written(tmp_path):
     finally:
         child.terminate()
         child.wait(timeout=5)
+
+
+def test_json_names_the_writer_and_the_newest_checkpoint(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "epoch-002.keras").write_bytes(b"weights")
+    code = "import time; print('Epoch 1/3', flush=True); time.sleep(60)"
+    with log.open("w") as handle:
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=handle)
+    try:
+        for _ in range(500):
+            if log.stat().st_size:
+                break
+            time.sleep(0.01)
+        assert main(["log", "--json", str(log)]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["writer"]["pid"] == child.pid and data["writer"]["alive"] is True
+        assert data["checkpoints"]["newest"]["path"].endswith("epoch-002.keras")
+        assert data["checkpoints"]["count"] == 1 and data["checkpoints"]["warning"] == ""
+        assert main(["--checkpoints", str(tmp_path / "elsewhere"), "log", str(log)]) == 0
+        out = capsys.readouterr().out
+        assert f"Writer: PID {child.pid} (alive)" in out and "Checkpoint: none found under" in out
+    finally:
+        child.kill()
+        child.wait()

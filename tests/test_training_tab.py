@@ -30,7 +30,7 @@ def text_of(app: TfgpuApp, selector: str) -> str:
 async def test_tab_shows_progress_epochs_problems_and_raises_header_alerts(tmp_path):
     log = tmp_path / "train.log"
     shutil.copy(FIXTURES / "keras3_nan_killed.log", log)
-    app = TfgpuApp(Settings(demo=True, log_path=log), initial_tab="training")
+    app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="training")
     async with app.run_test(size=(140, 45)) as pilot:
         table = app.query_one("#training-epochs", DataTable)
         await wait_for(pilot, lambda: table.row_count == 2)
@@ -45,7 +45,7 @@ async def test_tab_shows_progress_epochs_problems_and_raises_header_alerts(tmp_p
 
 async def test_missing_file_is_waited_for_then_followed_live(tmp_path):
     log = tmp_path / "train.log"
-    app = TfgpuApp(Settings(demo=True, log_path=log), initial_tab="training")
+    app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="training")
     async with app.run_test(size=(140, 45)) as pilot:
         await wait_for(pilot, lambda: "waiting for the file" in text_of(app, "#training-status"))
         log.write_text(keras3_log(4, 100, 10, done_epochs=1, partial_steps=50), encoding="utf-8")
@@ -61,7 +61,7 @@ async def test_missing_file_is_waited_for_then_followed_live(tmp_path):
 
 async def test_o_opens_another_file_and_escape_cancels(tmp_path):
     first = tmp_path / "missing.log"
-    app = TfgpuApp(Settings(demo=True, log_path=first), initial_tab="training")
+    app = TfgpuApp(Settings(demo=True, log_path=first, log_path_given=True), initial_tab="training")
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.pause()
         await pilot.press("o")
@@ -84,3 +84,15 @@ async def test_o_opens_another_file_and_escape_cancels(tmp_path):
         await pilot.press("enter")
         await wait_for(pilot, lambda: "is a directory" in str(field.border_subtitle))
         assert field.has_class("-open") and "keras2_verbose2.log" in text_of(app, "#training-status")
+
+
+async def test_hidden_tab_keeps_alerts_current_and_draws_when_shown(tmp_path):
+    log = tmp_path / "train.log"
+    shutil.copy(FIXTURES / "keras3_nan_killed.log", log)
+    app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="monitor")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: "training_killed" in {alert.kind for alert in app.all_alerts}, 15)
+        assert "Epoch 3/4" not in text_of(app, "#training-status")  # not drawn while hidden
+        await pilot.press("3")
+        await wait_for(pilot, lambda: "Epoch 3/4" in text_of(app, "#training-status"), 15)
+        await wait_for(pilot, lambda: app.query_one("#training-epochs", DataTable).row_count == 2)

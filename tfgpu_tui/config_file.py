@@ -78,9 +78,9 @@ def _percent(value: Any) -> float:
     return number
 
 
-def _megabytes(value: Any) -> int:
+def _positive_whole(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("a whole number of MiB")
+        raise TypeError("a whole number")
     if value <= 0:
         raise InvalidValue("must be greater than 0")
     return value
@@ -130,7 +130,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("starvation_cpu_percent", _positive, "mean CPU % (of one core) above this can mean starvation"),
     ConfigKey("memory_growth_percent", _percent, "a TensorFlow process holding this much of a shared GPU"),
     ConfigKey("probe_timeout_seconds", _positive, "time limit of the TensorFlow probe"),
-    ConfigKey("probe_budget_mb", _megabytes, "default memory budget of the batch probe"),
+    ConfigKey("checkpoint_max_epochs", _positive_whole, "epochs without a new checkpoint before a warning"),
+    ConfigKey("checkpoint_max_minutes", _positive, "minutes without a new checkpoint before a warning"),
+    ConfigKey("probe_budget_mb", _positive_whole, "default memory budget of the batch probe"),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 

@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.oversight import LogOversight, OversightState
+from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.report import epoch_row, format_value, metric_names, status_text
 from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
@@ -22,8 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "log",
         help="summarise a training log (Keras progress, errors, NaN, OOM)",
         description="Parse a Keras training log (verbose=1 or 2, Keras 2 or 3, or JsonLinesLogger output) "
-        "and print its epochs, current state and problems. Exit code: 0 ok, 1 a critical problem was found, "
-        "2 the file cannot be read.",
+        "and print its epochs, current state, problems, the process writing it and the newest checkpoint "
+        "(next to the log and under the writer's working directory, or under --checkpoints DIR). "
+        "Exit code: 0 ok, 1 a critical problem was found, 2 the file cannot be read.",
     )
     parser.add_argument("path", type=Path, metavar="PATH", help="the log file, e.g. train.log")
     parser.add_argument("--json", action="store_true", help="print JSON (with --follow: one object per line)")
@@ -48,16 +52,41 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"tfgpu-tui log: cannot read {path}: {error.strerror or error}", file=sys.stderr)
         return 2
+    oversight = make_oversight(args, path)
     try:
         if args.follow:
-            return follow(watch, args.json)
+            return follow(watch, args.json, oversight)
+        around = oversight.update(watch)
         if args.json:
-            print(json.dumps(watch.run.as_dict(), indent=2))
+            print(json.dumps(report_dict(watch, around), indent=2))
         else:
-            print(summary_text(watch.run, path))
+            print(summary_text(watch.run, path, around))
         return exit_code(watch.run)
     finally:
         watch.close()
+
+
+def make_oversight(args: argparse.Namespace, path: Path) -> LogOversight:
+    """Writer and checkpoint tracking with the user's settings (``--checkpoints``, the settings file)."""
+    from tfgpu_tui.cli import settings_from_args  # cli imports this module
+
+    settings = settings_from_args(args)
+    policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
+    return LogOversight(path, settings.checkpoints_dir, policy)
+
+
+def all_problems(watch: LogWatch, around: OversightState, idle: float | None = None) -> list[Problem]:
+    """The log's problems (with the stall check when `idle` is given) and the no-checkpoint warning."""
+    return watch.run.problem_list(idle, around.writer) + around.problems()
+
+
+def report_dict(watch: LogWatch, around: OversightState) -> dict[str, object]:
+    """The ``--json`` object: the run's keys, then ``writer`` and ``checkpoints``."""
+    data = watch.run.as_dict()
+    data["problems"] = [problem.as_dict() for problem in all_problems(watch, around)]
+    data["writer"] = around.writer.as_dict() if around.writer else None
+    data["checkpoints"] = around.checkpoints_dict()
+    return data
 
 
 def exit_code(run: TrainingRun) -> int:
@@ -76,15 +105,28 @@ def table(rows: list[list[str]]) -> str:
     )
 
 
-def summary_text(run: TrainingRun, path: Path) -> str:
+def context_lines(around: OversightState) -> list[str]:
+    """The writer and the newest checkpoint, one line each."""
+    writer = around.writer
+    who = writer.describe() if writer else "unknown (no process here has this file as its output)"
+    newest = around.newest_checkpoint
+    if newest is None:
+        checkpoint = f"none found under {', '.join(str(root) for root in around.checkpoint_roots)}"
+    else:
+        checkpoint = f"{newest.path} ({format_seconds(newest.age_seconds())} old)"
+    return [f"Writer: {who}", f"Checkpoint: {checkpoint}"]
+
+
+def summary_text(run: TrainingRun, path: Path, around: OversightState | None = None) -> str:
     """The human-readable report."""
-    out = [f"{path}", f"Now: {status_text(run)}"]
+    out = [f"{path}", f"Now: {status_text(run)}", *(context_lines(around) if around else [])]
     if run.epochs:
         names = metric_names(run.epochs)
         show_run = len({e.fit_run for e in run.epochs}) > 1
         header = (["fit"] if show_run else []) + ["epoch", "time", *names]
         out += ["", table([header, *(epoch_row(e, names, show_run) for e in run.epochs)])]
-    problems = run.problem_list()
+    problems = run.problem_list(None, around.writer if around else None)
+    problems += around.problems() if around else []
     out.append("")
     out.append("Problems:" if problems else "Problems: none found")
     for problem in problems:
@@ -96,17 +138,16 @@ def summary_text(run: TrainingRun, path: Path) -> str:
     return "\n".join(out)
 
 
-def follow(watch: LogWatch, as_json: bool) -> int:
+def follow(watch: LogWatch, as_json: bool, oversight: LogOversight) -> int:
     """Print the state, then new epochs and problems as they appear, until Ctrl-C."""
     if watch.state.value == "waiting":
         print(f"waiting for {watch.path} to appear ...", file=sys.stderr, flush=True)
-    emit = _json_emitter() if as_json else _text_emitter(watch)
-    seen_epochs = 0 if as_json else len(watch.run.epochs)
-    seen_problems: set[str] = set() if as_json else {p.id for p in watch.run.problem_list()}
+    around = oversight.update(watch)
     if as_json:
-        print(json.dumps({"type": "state", **watch.run.as_dict()}), flush=True)
-        seen_epochs = len(watch.run.epochs)
-        seen_problems = {p.id for p in watch.run.problem_list()}
+        print(json.dumps({"type": "state", **report_dict(watch, around)}), flush=True)
+    emit = _json_emitter() if as_json else _text_emitter(watch, around)
+    seen_epochs = len(watch.run.epochs)
+    seen_problems = {p.id for p in all_problems(watch, around)}
     watch.events.clear()  # already reflected in the state printed above
     while True:
         watch.poll()
@@ -116,7 +157,7 @@ def follow(watch: LogWatch, as_json: bool) -> int:
         for epoch in watch.run.epochs[seen_epochs:]:
             emit("epoch", epoch.as_dict())
         seen_epochs = len(watch.run.epochs)
-        for problem in watch.run.problem_list(watch.idle_seconds()):
+        for problem in all_problems(watch, oversight.update(watch), watch.idle_seconds()):
             if problem.id not in seen_problems:
                 seen_problems.add(problem.id)
                 emit("problem", problem.as_dict())
@@ -130,8 +171,8 @@ def _json_emitter():
     return emit
 
 
-def _text_emitter(watch: LogWatch):
-    print(summary_text(watch.run, watch.path), flush=True)
+def _text_emitter(watch: LogWatch, around: OversightState):
+    print(summary_text(watch.run, watch.path, around), flush=True)
 
     def emit(kind: str, data: dict) -> None:
         if kind == "file":

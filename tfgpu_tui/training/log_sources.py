@@ -7,11 +7,14 @@ This is how `nohup python train.py > train.log 2>&1 &` jobs are found without ty
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 import psutil
+
+from tfgpu_tui.gpu.processes import tensorflow_loaded
 
 _DELETED_SUFFIX = " (deleted)"
 
@@ -109,50 +112,146 @@ class LogWriter:
     create_time: float | None
     alive: bool
     exit_status: int | None = None
+    cwd: Path | None = None  # its working directory (checkpoints are often written there); None if unreadable
 
     def describe(self) -> str:
         """One line for the Training tab."""
-        state = "alive" if self.alive else "exited"
-        if not self.alive and self.exit_status is not None:
-            state = f"exited with status {self.exit_status}"
-        return f"PID {self.pid} ({state}): {self.command}"
+        return f"PID {self.pid} ({self.state}): {self.command}"
+
+    @property
+    def state(self) -> str:
+        """``alive``, ``exited``, ``exited with status N`` or ``was killed by signal N`` (the last two
+        only for our own child)."""
+        if self.alive:
+            return "alive"
+        if self.exit_status is None:
+            return "exited"
+        if self.exit_status < 0:
+            return f"was killed by signal {-self.exit_status}"
+        return f"exited with status {self.exit_status}"
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: pid, command, alive, exit_status (null unless known)."""
+        return {
+            "pid": self.pid,
+            "command": self.command,
+            "alive": self.alive,
+            "exit_status": self.exit_status,
+        }
 
 
 def find_log_writer(log_path: Path) -> LogWriter | None:
-    """The first process whose stdout or stderr is `log_path` (the same file, by device and inode)."""
+    """The process whose stdout or stderr is `log_path` (the same file, by device and inode); when several
+    share it (``bash run.sh > train.log`` and the Python it starts), the most recently started one."""
     try:
         wanted = log_path.stat()
     except OSError:
         return None
-    for proc in psutil.process_iter(["pid"]):
+    found: list[psutil.Process] = []
+    for proc in psutil.process_iter(["pid", "create_time"]):
         for fd in (1, 2):
             try:
                 target = os.stat(f"/proc/{proc.pid}/fd/{fd}")
             except OSError:
                 continue
             if (target.st_dev, target.st_ino) == (wanted.st_dev, wanted.st_ino):
-                return _writer_from(proc)
-    return None
+                found.append(proc)
+                break
+    if not found:
+        return None
+    return _writer_from(max(found, key=lambda proc: proc.info.get("create_time") or 0.0))
+
+
+def writer_for_pid(pid: int) -> LogWriter:
+    """The writer we were told about (e.g. the Monitor's selected process); gone when the PID is gone."""
+    try:
+        return _writer_from(psutil.Process(pid))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return LogWriter(pid, "?", None, False)
 
 
 def _writer_from(proc: psutil.Process) -> LogWriter:
     try:
         with proc.oneshot():
             command = " ".join(proc.cmdline()) or proc.name()
-            return LogWriter(proc.pid, command, proc.create_time(), proc.is_running())
+            return LogWriter(proc.pid, command, proc.create_time(), proc.is_running(), cwd=_cwd(proc))
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return LogWriter(proc.pid, "?", None, False)
+
+
+def _cwd(proc: psutil.Process) -> Path | None:
+    try:
+        return Path(proc.cwd())
+    except (psutil.Error, OSError):
+        return None
 
 
 def refresh_writer(writer: LogWriter) -> LogWriter:
     """The same writer, re-checked: alive only if the PID still belongs to the same process.
 
-    The exit status of a process that is not our child cannot be read on Linux; it stays None.
+    The exit status is known only for our own child that has not been reaped yet (read without reaping it);
+    for any other process Linux does not tell it, and it stays None.
     """
+    status = writer.exit_status
     try:
         proc = psutil.Process(writer.pid)
         same = writer.create_time is None or abs(proc.create_time() - writer.create_time) < 0.05
-        alive = same and proc.status() != psutil.STATUS_ZOMBIE
+        zombie = proc.status() == psutil.STATUS_ZOMBIE
+        alive = same and not zombie
+        if same and zombie and status is None:
+            status = child_exit_status(writer.pid)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         alive = False
-    return LogWriter(writer.pid, writer.command, writer.create_time, alive, writer.exit_status)
+    return LogWriter(writer.pid, writer.command, writer.create_time, alive, status, writer.cwd)
+
+
+def child_exit_status(pid: int) -> int | None:
+    """The exit status of our exited, not yet reaped child (minus the signal number if a signal killed it),
+    read with WNOWAIT so its owner can still reap it; None for anything else."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return None
+    try:
+        info = waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except (ChildProcessError, OSError):
+        return None
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+@dataclass(frozen=True)
+class LogCandidate:
+    """A running TensorFlow process whose output goes to a regular file: a log worth following."""
+
+    pid: int
+    command: str
+    path: Path
+    stream: str
+
+
+def tensorflow_logs(
+    detector: Callable[[int], bool | None] = tensorflow_loaded, proc_root: Path = Path("/proc")
+) -> list[LogCandidate]:
+    """The logs of the running TensorFlow processes on this host, by PID.
+
+    Cheap first: only processes whose stdout/stderr is a regular file get their memory maps read (by
+    `detector`, the GPU core's TensorFlow check). Our own process is skipped.
+    """
+    found: list[LogCandidate] = []
+    own = os.getpid()
+    try:
+        names = os.listdir(proc_root)
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == own:
+            continue
+        pid = int(name)
+        output = process_output(pid, proc_root)
+        if output.kind is not OutputKind.FILE or output.path is None or not detector(pid):
+            continue
+        writer = writer_for_pid(pid)
+        if writer.alive:
+            found.append(LogCandidate(pid, writer.command, output.path, output.stream))
+    return sorted(found, key=lambda candidate: candidate.pid)

@@ -10,6 +10,7 @@ import copy
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.env.diagnoses import diagnose_line
@@ -26,6 +27,9 @@ from tfgpu_tui.training.keras_progress import (
     parse_progress,
 )
 from tfgpu_tui.training.problems import Problem
+
+if TYPE_CHECKING:
+    from tfgpu_tui.training.log_sources import LogWriter
 
 MAX_CURVE_POINTS = 2000
 MAX_VIEW_LINES = 1000
@@ -45,6 +49,8 @@ class EpochRecord:
         seconds: its duration where printed; step_seconds: time per step where printed.
         steps: steps in the epoch; fit_run: which ``fit()`` call in the file (1-based).
         line_number: the line it ended on; source: ``progress`` or ``json`` (exact, from JsonLinesLogger).
+        ended_at: wall-clock time it ended, set by the follower (`watch.py`): when its last line arrived
+            while following, estimated back from the file's modification time for history; None if unknown.
     """
 
     epoch: int
@@ -56,6 +62,7 @@ class EpochRecord:
     fit_run: int = 1
     line_number: int | None = None
     source: str = "progress"
+    ended_at: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready; nan/inf become the strings "nan", "inf", "-inf"."""
@@ -69,6 +76,7 @@ class EpochRecord:
             "fit_run": self.fit_run,
             "line_number": self.line_number,
             "source": self.source,
+            "ended_at": self.ended_at,
         }
 
 
@@ -191,26 +199,38 @@ class TrainingRun:
             threshold = max(threshold, STALL_EPOCH_FACTOR * max(durations))
         return threshold
 
-    def stall_problem(self, idle_seconds: float) -> Problem | None:
-        """A STALL problem when the log has not grown for much longer than a step takes; None otherwise."""
+    def stall_problem(self, idle_seconds: float, writer: LogWriter | None = None) -> Problem | None:
+        """A STALL problem when the log has not grown for much longer than a step takes, or at once when the
+        process writing it (`writer`, when known) has exited before training finished; None otherwise."""
         if self.current.finished or self.current.epoch is None and self.current.step is None:
             return None
         if any(p in self.problems for p in ("KILLED", "EXCEPTION", "FILE_DELETED")):
             return None
-        threshold = self.stall_threshold()
-        if idle_seconds < threshold:
+        silent = format_seconds(idle_seconds)
+        if writer is not None and not writer.alive:
+            message = (
+                f"The writer (PID {writer.pid}) {writer.state} before training finished; "
+                f"no new output for {silent}."
+            )
+            return Problem("STALL", Severity.WARNING, message, known.STALL_FIX)
+        if idle_seconds < self.stall_threshold():
             return None
-        message = (
-            f"No new output for {format_seconds(idle_seconds)} (a step takes "
-            f"{format_seconds(self.current.step_seconds) if self.current.step_seconds else 'unknown'}): "
-            "the process may have died or hung."
-        )
+        step = format_seconds(self.current.step_seconds) if self.current.step_seconds else "unknown"
+        if writer is not None:
+            message = (
+                f"The writer (PID {writer.pid}) is alive but silent for {silent} (a step takes {step}): "
+                "it may be hung or buffering its output."
+            )
+        else:
+            message = f"No new output for {silent} (a step takes {step}): the process may have died or hung."
         return Problem("STALL", Severity.WARNING, message, known.STALL_FIX)
 
-    def problem_list(self, idle_seconds: float | None = None) -> list[Problem]:
+    def problem_list(
+        self, idle_seconds: float | None = None, writer: LogWriter | None = None
+    ) -> list[Problem]:
         """Problems, most severe first, then by line; with the stall check when idle time is given."""
         found = list(self.problems.values())
-        stall = self.stall_problem(idle_seconds) if idle_seconds is not None else None
+        stall = self.stall_problem(idle_seconds, writer) if idle_seconds is not None else None
         if stall:
             found.append(stall)
         return sorted(found, key=lambda p: (-p.severity, p.line_number or 0))

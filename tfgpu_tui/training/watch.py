@@ -12,7 +12,7 @@ from pathlib import Path
 from tfgpu_tui.training.follow import TAIL_BYTES, FileState, LogFollower, line_start_at_or_after
 from tfgpu_tui.training.history_scan import scan_history
 from tfgpu_tui.training.keras_progress import EpochStart, parse_epoch_header
-from tfgpu_tui.training.run import TrainingRun
+from tfgpu_tui.training.run import EpochRecord, TrainingRun
 
 HEADER_SEARCH_BYTES = 64 * 1024 * 1024
 LIVE_BYTES = 1024 * 1024  # of the unfinished last line, parsed update by update for the in-epoch curve
@@ -52,6 +52,20 @@ def live_start(path: Path, floor: int) -> int:
         return update + 1 if update >= 0 else max(line_start, floor)
 
 
+def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
+    """Fill in `ended_at` of epochs read from history: walking back from the next known end time (or from
+    `anchor`, the file's modification time, for the last ones), each epoch ended its successor's duration
+    earlier. Stops where a duration was not printed (those stay None until a known time follows)."""
+    for record in reversed(epochs):
+        if record.ended_at is not None:
+            anchor = record.ended_at - record.seconds if record.seconds is not None else None
+            continue
+        if anchor is None:
+            continue
+        record.ended_at = anchor
+        anchor = anchor - record.seconds if record.seconds is not None else None
+
+
 class LogWatch:
     """Follows one training log and keeps a `TrainingRun` of it.
 
@@ -67,10 +81,13 @@ class LogWatch:
         self.backfill_end = 0
         self.backfill_done = True
         self.last_growth = time.monotonic()
+        self.last_growth_wall = time.time()
+        self._modified_at_open: float | None = None
         self.events: list[str] = []
         self._history: TrainingRun | None = None
         self._scan: Iterator[int] | None = None
         self.backfill_offset = 0
+        self._note_modification_time()
         start = self._tail_start()
         context = last_epoch_header(self.path, start) if start else None
         self.run = TrainingRun(context)
@@ -81,11 +98,22 @@ class LogWatch:
         self.follower = LogFollower(
             self.path, start_offset=live, first_line_number=self.run.scanned_lines + 1
         )
+        estimate_end_times(self.run.epochs, self._modified_at_open)
         if start:
             self.backfill_end = start
             self.backfill_done = False
             self._history = TrainingRun()
             self._scan = scan_history(self.path, start, self._history)
+
+    def _note_modification_time(self) -> None:
+        """An existing file last grew at its modification time, not when we opened it."""
+        try:
+            modified = os.stat(self.path).st_mtime
+        except OSError:
+            return
+        self._modified_at_open = modified
+        self.last_growth_wall = min(modified, self.last_growth_wall)
+        self.last_growth -= max(0.0, time.time() - modified)
 
     @property
     def state(self) -> FileState:
@@ -103,6 +131,7 @@ class LogWatch:
     def poll(self) -> bool:
         """Read new bytes into the run; True when anything changed."""
         update = self.follower.poll()
+        known = len(self.run.epochs)
         for event in update.events:
             self.events.append(event)
             self.run.feed_file_event(event)
@@ -113,6 +142,10 @@ class LogWatch:
             self.run.feed_partial(update.partial)
         if update.bytes_read:
             self.last_growth = time.monotonic()
+            self.last_growth_wall = time.time()
+        for record in self.run.epochs[max(known - 1, 0) :]:
+            if record.ended_at is None:
+                record.ended_at = self.last_growth_wall  # the arrival time of its line
         return bool(update.bytes_read or update.events)
 
     def backfill_step(self) -> bool:
@@ -127,6 +160,7 @@ class LogWatch:
         history = self._history
         self.run.absorb_history(history, history.scanned_lines)
         self.follower.splitter.line_number += history.scanned_lines
+        estimate_end_times(self.run.epochs, self._modified_at_open)
         self._cancel_backfill()
         return True
 
@@ -141,6 +175,18 @@ class LogWatch:
             pass
         while not self.backfill_done:
             self.backfill_step()
+
+    def epoch_end_times(self) -> list[float]:
+        """When the epochs ended (wall clock), oldest first; epochs with an unknown time left out."""
+        return [e.ended_at for e in self.run.epochs if e.ended_at is not None]
+
+    def training_started(self) -> float | None:
+        """When the latest fit() started, as far as the epoch times tell (its first epoch's end minus its
+        duration); None before the first epoch ends."""
+        epochs = self.run.latest_fit_epochs()
+        if not epochs or epochs[0].ended_at is None:
+            return None
+        return epochs[0].ended_at - (epochs[0].seconds or 0.0)
 
     def idle_seconds(self) -> float:
         """Seconds since the file last grew."""

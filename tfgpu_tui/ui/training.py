@@ -1,7 +1,9 @@
 """The Training tab: follows the training log (like tail -F) and shows progress, plots, epochs and problems.
 
 A worker thread owns the `LogWatch` (file following, tail-first parsing of big files, background history
-scan) and posts snapshots; the widgets only draw them.
+scan) and the `LogOversight` (the log's writer process, checkpoints) and posts snapshots; the widgets only
+draw them. With no log given and no ``./train.log``, a pick list offers the logs of the running TensorFlow
+processes (found in another worker); with ``--demo`` and no log given, a simulated live log is followed.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Input, ProgressBar, Static
+from textual.widgets import DataTable, Input, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.demo_log import DemoTrainingLog
 from tfgpu_tui.training.follow import FileState
+from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
+from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.report import epoch_row, format_value, metric_names, status_parts
-from tfgpu_tui.training.run import TrainingRun
+from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -31,6 +38,7 @@ from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 POLL_SECONDS = 0.25
 POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
 MAX_TABLE_ROWS = 2000
+PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
 BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between polls
 TONE_STYLE = {"": "", "strong": "bold", "good": "green", "bad": "bold red"}
 SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "green"}
@@ -40,7 +48,13 @@ class RunSnapshot(Message):
     """The followed log's state, from the worker thread."""
 
     def __init__(
-        self, path: Path, run: TrainingRun, state: FileState, idle: float, backfill: tuple[int, int] | None
+        self,
+        path: Path,
+        run: TrainingRun,
+        state: FileState,
+        idle: float,
+        backfill: tuple[int, int] | None,
+        oversight: OversightState,
     ) -> None:
         super().__init__()
         self.path = path
@@ -48,6 +62,15 @@ class RunSnapshot(Message):
         self.state = state
         self.idle = idle
         self.backfill = backfill
+        self.oversight = oversight
+
+
+class LogsFound(Message):
+    """The logs of the running TensorFlow processes, from the scan worker."""
+
+    def __init__(self, candidates: list[LogCandidate]) -> None:
+        super().__init__()
+        self.candidates = candidates
 
 
 class FollowFailed(Message):
@@ -59,13 +82,24 @@ class FollowFailed(Message):
         self.reason = reason
 
 
+NO_JOBS_HELP = (
+    "No running TensorFlow process writes its output to a file. Start training with its output in a log, "
+    "e.g. `nohup python train.py > train.log 2>&1 &`; this list looks again every 10 s (p: now), "
+    "or press o to type a path."
+)
+
+
 class TrainingTab(DashboardTab):
-    """Follows `settings.log_path`; `o` opens another file."""
+    """Follows `settings.log_path`; `o` opens another file, `p` picks a running TensorFlow job's log."""
+
+    #: Lists the logs of the running TensorFlow processes (replaceable in tests).
+    log_finder = staticmethod(tensorflow_logs)
 
     TAB_ID = "training"
     TAB_TITLE = "Training"
     BINDINGS = [
         Binding("o", "open_file", "Open log"),
+        Binding("p", "pick_log", "Pick a job's log"),
         Binding("r", "reload", "Reload"),
         Binding("escape", "close_open", "Cancel", show=False),
     ]
@@ -76,6 +110,10 @@ class TrainingTab(DashboardTab):
     TrainingTab #training-steps Bar { width: 1fr; }
     TrainingTab #training-path { display: none; }
     TrainingTab #training-path.-open { display: block; }
+    TrainingTab #training-pick { display: none; height: auto; border: round $accent; padding: 0 1; }
+    TrainingTab #training-pick.-open { display: block; }
+    TrainingTab #training-pick-list { height: auto; max-height: 8; border: none; }
+    TrainingTab #training-context { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     TrainingTab #training-plots { height: 2fr; min-height: 8; }
     TrainingTab #training-bottom { height: 3fr; }
     TrainingTab #training-epochs { width: 1fr; }
@@ -90,14 +128,23 @@ class TrainingTab(DashboardTab):
     def __init__(self, settings) -> None:
         super().__init__(settings)
         self.path = Path(settings.log_path)
+        self.writer_pid: int | None = None
         self.run: TrainingRun | None = None
+        self.oversight: OversightState | None = None
+        self._latest: RunSnapshot | None = None
+        self.candidates: list[LogCandidate] = []
+        self.demo: DemoTrainingLog | None = None
         self._table_key: tuple = ()
         self._alert_key: tuple = ()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="training-head"):
             yield Input(placeholder="path of the training log, Enter to follow it", id="training-path")
+            with Vertical(id="training-pick"):
+                yield Static(id="training-pick-note")
+                yield OptionList(id="training-pick-list")
             yield Static(id="training-status")
+            yield Static(id="training-context")
             yield ProgressBar(total=None, show_eta=False, id="training-steps")
         with Horizontal(id="training-plots"):
             yield EpochLossPlot(id="training-epoch-plot")
@@ -110,22 +157,58 @@ class TrainingTab(DashboardTab):
                 yield Static(id="training-lines")
 
     def on_mount(self) -> None:
+        settings = self.settings
+        if settings.demo and not settings.log_path_given:
+            self.demo = DemoTrainingLog().start()
+            self.follow(self.demo.path)
+            return
         self.follow(self.path)
+        if not settings.log_path_given and not self.path.exists():
+            self.action_pick_log()
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "training-follow")
+        if self.demo is not None:
+            self.demo.stop()
 
     def focus_default(self) -> None:
-        self.query_one("#training-epochs", DataTable).focus()
+        if self.query_one("#training-pick").has_class("-open") and self.candidates:
+            self.query_one("#training-pick-list", OptionList).focus()
+        else:
+            self.query_one("#training-epochs", DataTable).focus()
+
+    def open_log(self, path: Path, pid: int | None = None) -> None:
+        """Follow `path`, written by process `pid` when the caller knows it (the Monitor's `l` key)."""
+        self.query_one("#training-pick").remove_class("-open")
+        self.follow(Path(path), pid)
 
     # ----- following (worker thread) -----
-    def follow(self, path: Path) -> None:
+    def follow(self, path: Path, writer_pid: int | None = None) -> None:
         """Follow another file (the previous worker is cancelled)."""
         self.path = path
+        self.writer_pid = writer_pid
         self.run = None
+        self.oversight = None
         self._table_key = ()
         self.query_one("#training-status", Static).update(f"Opening {path} ...")
-        self._follow_worker(path)
+        self.query_one("#training-context", Static).update("")
+        self._follow_worker(path, self._new_oversight(path, writer_pid))
+
+    def _new_oversight(self, path: Path, writer_pid: int | None) -> LogOversight:
+        settings = self.settings
+        simulated = self.is_simulated(path)
+        checkpoints = settings.checkpoints_dir
+        if simulated and checkpoints is None:
+            checkpoints = self.demo.checkpoints
+        policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
+        return LogOversight(path, checkpoints, policy, writer_pid, find_writer=not simulated)
+
+    def is_simulated(self, path: Path | None = None) -> bool:
+        """Whether `path` (default: the followed file) is the demo's simulated log."""
+        return self.demo is not None and (path or self.path) == self.demo.path
 
     @work(thread=True, exclusive=True, group="training-follow", exit_on_error=False)
-    def _follow_worker(self, path: Path) -> None:
+    def _follow_worker(self, path: Path, oversight: LogOversight) -> None:
         worker = get_current_worker()
         try:
             watch = LogWatch(path)
@@ -138,12 +221,15 @@ class TrainingTab(DashboardTab):
                 changed = watch.poll()
                 for _ in range(BACKFILL_CHUNKS_PER_POLL):
                     changed = watch.backfill_step() or changed
+                around = oversight.update(watch)
                 now = time.monotonic()
                 since = now - last_post
                 if (changed and since >= POST_EVERY_SECONDS) or since >= 1.0:
                     backfill = None if watch.backfill_done else (watch.backfill_offset, watch.backfill_end)
                     self.post_message(
-                        RunSnapshot(path, watch.run.snapshot(), watch.state, watch.idle_seconds(), backfill)
+                        RunSnapshot(
+                            path, watch.run.snapshot(), watch.state, watch.idle_seconds(), backfill, around
+                        )
                     )
                     last_post = now
                 if watch.backfill_done:
@@ -158,15 +244,32 @@ class TrainingTab(DashboardTab):
         if message.path != self.path:
             return
         self.run = message.run
+        self.oversight = message.oversight
+        self._latest = message
+        problems = self._problems(message)
+        self._post_alerts(problems)  # the header shows them whichever tab is open
+        if self.is_on_screen:  # a hidden tab is drawn when shown (on_show)
+            self._draw(message, problems)
+
+    def on_show(self) -> None:
+        message = self._latest
+        if message is not None and message.path == self.path:
+            self._draw(message, self._problems(message))
+
+    @staticmethod
+    def _problems(message: RunSnapshot) -> list[Problem]:
+        idle = message.idle if message.state is FileState.OPEN else None
+        return message.run.problem_list(idle, message.oversight.writer) + message.oversight.problems()
+
+    def _draw(self, message: RunSnapshot, problems: list[Problem]) -> None:
         run = message.run
         self._draw_status(message)
+        self._draw_context(message.oversight)
         self._draw_progress(run)
         self._draw_plots(run)
         self._draw_table(run)
-        problems = run.problem_list(message.idle if message.state is FileState.OPEN else None)
         self._draw_problems(problems)
         self._draw_lines(run)
-        self._post_alerts(problems)
 
     def on_follow_failed(self, message: FollowFailed) -> None:
         if message.path == self.path:
@@ -177,6 +280,9 @@ class TrainingTab(DashboardTab):
     def _draw_status(self, message: RunSnapshot) -> None:
         run, cur = message.run, message.run.current
         text = Text()
+        if self.is_simulated(message.path):
+            text.append(" SIMULATED ", "bold reverse yellow")
+            text.append(" demo log, made-up numbers (run without --demo, or with --log, for real) ")
         text.append(f"{message.path}", "bold")
         if message.state is FileState.WAITING:
             text.append(
@@ -205,6 +311,35 @@ class TrainingTab(DashboardTab):
                 text.append(f"{name} ", "dim")
                 text.append(format_value(value), "bold red" if value != value else "bold")
         self.query_one("#training-status", Static).update(text)
+
+    def _draw_context(self, oversight: OversightState) -> None:
+        """The writer process and the newest checkpoint, a line each."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("writer ", "dim")
+        writer = oversight.writer
+        if self.is_simulated():
+            text.append("SIMULATED: a thread inside tfgpu-tui (--demo)", "yellow")
+        elif writer is None:
+            text.append("unknown (no process here has this file as its output)", "dim")
+        else:
+            text.append(f"PID {writer.pid} ", "bold")
+            text.append(writer.state, "green" if writer.alive else "bold red")
+            text.append(f"  {writer.command[:300]}", "dim")
+        text.append("\ncheckpoint ", "dim")
+        newest = oversight.newest_checkpoint
+        if not oversight.scanned:
+            text.append("looking ...", "dim")
+        elif newest is None:
+            roots = ", ".join(str(root) for root in oversight.checkpoint_roots)
+            text.append(f"none found under {roots}", "yellow")
+        else:
+            text.append(str(newest.path), "bold")
+            text.append(f"  {format_seconds(newest.age_seconds())} old", "")
+            if oversight.checkpoint_count > 1:
+                text.append(f"  ({oversight.checkpoint_count} found)", "dim")
+        if oversight.checkpoint_warning:
+            text.append(f"  {oversight.checkpoint_warning}", "yellow")
+        self.query_one("#training-context", Static).update(text)
 
     def _draw_progress(self, run: TrainingRun) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
@@ -286,9 +421,58 @@ class TrainingTab(DashboardTab):
 
     def action_close_open(self) -> None:
         field = self.query_one("#training-path", Input)
-        if field.has_class("-open"):
+        pick = self.query_one("#training-pick")
+        if field.has_class("-open") or pick.has_class("-open"):
             field.remove_class("-open")
+            pick.remove_class("-open")
             self.focus_default()
+
+    def action_pick_log(self) -> None:
+        """Show the logs of the running TensorFlow processes (scanned in a worker thread)."""
+        self.query_one("#training-pick").add_class("-open")
+        self.query_one("#training-pick-note", Static).update(
+            Text("Looking for running TensorFlow processes that write to a log file ...", "dim")
+        )
+        self._scan_worker()
+
+    @work(thread=True, exclusive=True, group="training-pick", exit_on_error=False)
+    def _scan_worker(self) -> None:
+        self.post_message(LogsFound(self.log_finder()))
+
+    def on_logs_found(self, message: LogsFound) -> None:
+        self.candidates = message.candidates
+        note = self.query_one("#training-pick-note", Static)
+        options = self.query_one("#training-pick-list", OptionList)
+        options.clear_options()
+        if not message.candidates:
+            note.update(Text(NO_JOBS_HELP, "yellow"))
+            options.display = False
+            self.set_timer(PICK_RESCAN_SECONDS, self._rescan_if_waiting)
+            return
+        count = len(message.candidates)
+        note.update(
+            f"{count} running TensorFlow job{'s' if count > 1 else ''} with a log: Enter follows it, "
+            "Escape closes this list"
+        )
+        options.display = True
+        options.add_options(
+            Option(Text.assemble((f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (str(c.path), "cyan")))
+            for c in message.candidates
+        )
+        options.highlighted = 0
+        if self.query_one("#training-epochs", DataTable).has_focus or self.screen.focused is None:
+            options.focus()
+
+    def _rescan_if_waiting(self) -> None:
+        """While the empty pick list is open, look again now and then (a job may have started)."""
+        if self.query_one("#training-pick").has_class("-open") and not self.candidates:
+            self._scan_worker()
+
+    @on(OptionList.OptionSelected, "#training-pick-list")
+    def _log_picked(self, event: OptionList.OptionSelected) -> None:
+        candidate = self.candidates[event.option_index]
+        self.open_log(candidate.path, candidate.pid)
+        self.focus_default()
 
     def action_reload(self) -> None:
         """Read the file again from the start."""
