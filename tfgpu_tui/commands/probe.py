@@ -1,17 +1,141 @@
-"""`tfgpu-tui probe` (placeholder until its issue lands)."""
+"""`tfgpu-tui probe`: find the largest batch that fits, headless, as text or JSON."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+
+from tfgpu_tui.cli import add_python_option, settings_from_args
+from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.request import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MODEL,
+    DEFAULT_STEPS,
+    DEFAULT_TRIAL_TIMEOUT_SECONDS,
+    ProbeRequest,
+    ProbeRequestError,
+    builtin_model_names,
+    normalise_device,
+)
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.runner import run_probe
+from tfgpu_tui.probe.trial import Trial
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `probe` subcommand."""
-    parser = subparsers.add_parser("probe", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "probe",
+        help="find the largest batch size that fits in memory",
+        description="Train a few steps at several batch sizes, each in a fresh child process, to find the "
+        "largest batch that fits in the memory budget.",
+    )
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="M",
+        help=f"{builtin_model_names()}, a saved model (model.keras) or package.module:function returning a "
+        f"compiled model (default {DEFAULT_MODEL})",
+    )
+    parser.add_argument("--device", default=None, metavar="D", help="CPU or GPU:N (default GPU:0, else CPU)")
+    parser.add_argument(
+        "--budget-mb",
+        type=float,
+        default=None,
+        metavar="N",
+        help="memory budget (default: what the device has free)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"training steps per trial (default {DEFAULT_STEPS})",
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=DEFAULT_MAX_BATCH,
+        metavar="N",
+        help=f"largest batch size to try (default {DEFAULT_MAX_BATCH})",
+    )
+    parser.add_argument("--mixed-precision", action="store_true", help="train with a mixed-precision policy")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TRIAL_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"stop a trial that runs longer than this (default {DEFAULT_TRIAL_TIMEOUT_SECONDS:g})",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_python_option(parser)
     parser.set_defaults(func=run)
 
 
+def request_from_args(args: argparse.Namespace) -> ProbeRequest:
+    """The probe request the command line asks for, the default budget filled in; raises ProbeRequestError."""
+    settings = settings_from_args(args)
+    device = normalise_device(args.device) if args.device else (gpu_devices() or ["CPU"])[0]
+    budget_mb = args.budget_mb if args.budget_mb is not None else settings.probe_budget_mb
+    source = "--budget-mb"
+    if budget_mb is None:
+        budget = default_budget(device)
+        if budget.mb is None:
+            raise ProbeRequestError(budget.source)
+        budget_mb, source = budget.mb, budget.source
+    request = ProbeRequest(
+        model=args.model,
+        device=device,
+        budget_mb=float(budget_mb),
+        budget_source=source,
+        steps=args.steps,
+        max_batch=args.max_batch,
+        mixed_precision=args.mixed_precision,
+        python=settings.python,
+        trial_timeout_seconds=args.timeout,
+    )
+    return request.resolved()
+
+
+def trial_line(trial: Trial) -> str:
+    """One trial as a line of the progress table."""
+    peak = f"{trial.peak_mb:10,.1f}" if trial.peak_mb is not None else f"{'-':>10}"
+    step = f"{trial.step_seconds * 1000:9.1f}" if trial.step_seconds is not None else f"{'-':>9}"
+    speed = f"{trial.samples_per_second:10,.0f}" if trial.samples_per_second is not None else f"{'-':>10}"
+    note = f"  {trial.message.splitlines()[0]}" if trial.message and not trial.fits else ""
+    return f"{trial.batch_size:>7}  {trial.result:<7} {peak} {step} {speed}{note}"
+
+
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    print("tfgpu-tui probe: not built yet")
-    return 2
+    """Run the probe; exit 0 when a batch fits, 1 when none does or a trial errors, 2 on bad input."""
+    try:
+        request = request_from_args(args)
+    except ProbeRequestError as error:
+        print(f"tfgpu-tui probe: {error}", file=sys.stderr)
+        return 2
+    progress = sys.stderr if args.json else sys.stdout
+    print(
+        f"Probing {request.model} on {request.device}, budget {request.budget_mb:,.0f} MB "
+        f"({request.budget_source}), {request.steps} steps per trial",
+        file=progress,
+    )
+    print(
+        f"{'batch':>7}  {'result':<7} {'peak MB':>10} {'step ms':>9} {'samples/s':>10}",
+        file=progress,
+        flush=True,
+    )
+    result = run_probe(
+        request, on_trial_done=lambda trial: print(trial_line(trial), file=progress, flush=True)
+    )
+    if args.json:
+        json.dump(result.as_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print("\n".join(result.summary_lines()))
+    return exit_code(result)
+
+
+def exit_code(result: ProbeResult) -> int:
+    """0 when some batch fits, else 1."""
+    return 0 if result.max_batch is not None and not result.error else 1

@@ -1,18 +1,367 @@
-"""The Batch probe tab (placeholder until its issue lands)."""
+"""The Batch probe tab: a form, a live table and plot of trials, and the batch size to use."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.widgets import Static
+from dataclasses import replace
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
+
+from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.request import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MODEL,
+    DEFAULT_STEPS,
+    ProbeRequest,
+    ProbeRequestError,
+    builtin_model_names,
+)
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.runner import TrialRunner, run_probe
+from tfgpu_tui.probe.trial import FITS, Trial
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.probe_plot import ProbePlot
+
+RESULT_STYLES = {FITS: "green", "oom": "red", "error": "bold red", "timeout": "yellow", "running": "italic"}
+COLUMNS = (
+    ("batch", "batch"),
+    ("result", "result"),
+    ("peak MB", "peak"),
+    ("step ms", "step"),
+    ("samples/s", "speed"),
+    ("note", "note"),
+)
+NUMBER_WORDS = {int: "a whole number", float: "a number"}
+MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
+
+
+class ProbeStarted(Message):
+    """The request is complete (default budget filled in) and the first child is about to start."""
+
+    def __init__(self, request: ProbeRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class TrialStarted(Message):
+    """A child started training at this batch size."""
+
+    def __init__(self, batch_size: int) -> None:
+        super().__init__()
+        self.batch_size = batch_size
+
+
+class TrialDone(Message):
+    """A trial finished."""
+
+    def __init__(self, trial: Trial) -> None:
+        super().__init__()
+        self.trial = trial
+
+
+class ProbeFinished(Message):
+    """The probe ended: a result, or a message saying why it could not start."""
+
+    def __init__(self, result: ProbeResult | None, problem: str = "") -> None:
+        super().__init__()
+        self.result = result
+        self.problem = problem
+
+
+def trial_cells(trial: Trial) -> dict[str, object]:
+    """A trial's table cells by column key."""
+    speed = trial.samples_per_second
+    return {
+        "result": Text(trial.result, style=RESULT_STYLES.get(trial.result, "")),
+        "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
+        "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",
+        "speed": "-" if speed is None else f"{speed:,.0f}",
+        "note": trial.message.splitlines()[0] if trial.message else "",
+    }
 
 
 class BatchProbeTab(DashboardTab):
-    """The Batch probe tab."""
+    """Find the largest batch that fits: every trial trains a few steps in a fresh child process."""
 
     TAB_ID = "probe"
     TAB_TITLE = "Batch probe"
+    BINDINGS = [
+        Binding("ctrl+r", "start", "Start probe"),
+        Binding("escape", "cancel", "Cancel probe"),
+        Binding("c", "copy_snippet", "Copy snippet"),
+    ]
+    DEFAULT_CSS = """
+    BatchProbeTab #probe-form { height: auto; padding: 0 1; }
+    BatchProbeTab .field { width: auto; height: auto; margin-right: 1; }
+    BatchProbeTab .field Label { color: $text-muted; }
+    BatchProbeTab #probe-model { width: 34; }
+    BatchProbeTab #probe-device { width: 14; }
+    BatchProbeTab #probe-budget { width: 14; }
+    BatchProbeTab #probe-steps { width: 8; }
+    BatchProbeTab #probe-max-batch { width: 11; }
+    BatchProbeTab #probe-mixed { margin-top: 1; }
+    BatchProbeTab #probe-buttons { width: auto; height: auto; margin-top: 1; }
+    BatchProbeTab #probe-buttons Button { min-width: 10; margin-right: 1; }
+    BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
+    BatchProbeTab #probe-status.problem { color: $error; }
+    BatchProbeTab #probe-body { height: 1fr; }
+    BatchProbeTab #probe-trials { width: 1fr; min-width: 50; }
+    BatchProbeTab #probe-plot { width: 1fr; }
+    BatchProbeTab #probe-summary { height: auto; min-height: 3; padding: 0 1; border: round $primary; }
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.runner: TrialRunner | None = None
+        self.request: ProbeRequest | None = None
+        self.trials: list[Trial] = []
+        self.result: ProbeResult | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Batch probe: not built yet")
+        budget = "" if self.settings.probe_budget_mb is None else str(self.settings.probe_budget_mb)
+        with Horizontal(id="probe-form"):
+            with Vertical(classes="field"):
+                yield Label("Model")
+                yield Input(DEFAULT_MODEL, id="probe-model", tooltip=MODEL_HINT)
+            with Vertical(classes="field"):
+                yield Label("Device")
+                yield Select([("CPU", "CPU")], value="CPU", allow_blank=False, id="probe-device")
+            with Vertical(classes="field"):
+                yield Label("Budget MB")
+                yield Input(budget, placeholder="free memory", type="number", id="probe-budget")
+            with Vertical(classes="field"):
+                yield Label("Steps")
+                yield Input(str(DEFAULT_STEPS), type="integer", id="probe-steps")
+            with Vertical(classes="field"):
+                yield Label("Max batch")
+                yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch")
+            yield Checkbox("Mixed precision", id="probe-mixed")
+            with Horizontal(id="probe-buttons"):
+                yield Button("Start", variant="primary", id="probe-start")
+                yield Button("Cancel", variant="error", id="probe-cancel", disabled=True)
+        hint = "Set the model and budget, then Start (ctrl+r). Each trial runs in a fresh process."
+        yield Static(hint, id="probe-status")
+        with Horizontal(id="probe-body"):
+            yield DataTable(id="probe-trials", cursor_type="row", zebra_stripes=True)
+            yield ProbePlot(id="probe-plot")
+        yield Static("No result yet.", id="probe-summary")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, key in COLUMNS:
+            table.add_column(label, key=key)
+        self.query_one(ProbePlot).show_trials([], None)
+        self.load_devices()
+
+    def on_unmount(self) -> None:
+        if self.runner is not None:
+            self.runner.cancel()
+
+    def focus_default(self) -> None:
+        """Focus the Start button: Enter starts, and the number keys still switch tabs (a text field would
+        swallow them); shift+tab reaches the form."""
+        self.query_one("#probe-start", Button).focus()
+
+    @work(thread=True, group="probe-devices")
+    def load_devices(self) -> None:
+        """Offer every GPU NVML sees (first GPU preselected), CPU always."""
+        devices = gpu_devices()
+        if devices:
+            self.app.call_from_thread(self._set_devices, devices)
+
+    def _set_devices(self, devices: list[str]) -> None:
+        select = self.query_one("#probe-device", Select)
+        select.set_options([(name, name) for name in [*devices, "CPU"]])
+        select.value = devices[0]
+
+    @property
+    def running(self) -> bool:
+        """Whether a probe is in progress."""
+        return self.runner is not None
+
+    def show_status(self, text: str, problem: bool = False) -> None:
+        """One line under the form: progress, or what is wrong with the input."""
+        status = self.query_one("#probe-status", Static)
+        status.update(text)
+        status.set_class(problem, "problem")
+
+    def form_request(self) -> ProbeRequest:
+        """The request the form describes (budget 0 = use the device's free memory); raises
+        ProbeRequestError for anything that is not a number where one is needed."""
+
+        def number(widget_id: str, what: str, kind: type) -> float | int | None:
+            text = self.query_one(widget_id, Input).value.strip()
+            if not text:
+                return None
+            try:
+                return kind(text)
+            except ValueError:
+                raise ProbeRequestError(f"{what} must be {NUMBER_WORDS[kind]}, not {text!r}") from None
+
+        steps = number("#probe-steps", "steps per trial", int)
+        max_batch = number("#probe-max-batch", "max batch", int)
+        return ProbeRequest(
+            model=self.query_one("#probe-model", Input).value.strip() or DEFAULT_MODEL,
+            device=str(self.query_one("#probe-device", Select).value),
+            budget_mb=number("#probe-budget", "the budget", float) or 0.0,
+            steps=DEFAULT_STEPS if steps is None else int(steps),
+            max_batch=DEFAULT_MAX_BATCH if max_batch is None else int(max_batch),
+            mixed_precision=self.query_one("#probe-mixed", Checkbox).value,
+            python=self.settings.python,
+        )
+
+    def action_start(self) -> None:
+        """Check the form and start the probe in a worker thread."""
+        if self.running:
+            self.notify("A probe is already running; cancel it first (escape).", severity="warning")
+            return
+        try:
+            request = self.form_request()
+            if request.budget_mb:
+                request = replace(request, budget_source="given").resolved()
+            else:
+                request = replace(request, budget_mb=1.0).resolved()  # checks everything but the budget
+                request = replace(request, budget_mb=0.0)
+        except ProbeRequestError as error:
+            self.show_status(str(error), problem=True)
+            return
+        self.trials = []
+        self.result = None
+        self.query_one(DataTable).clear()
+        self.query_one("#probe-summary", Static).update("Running...")
+        self.post_message(AlertsChanged(self.TAB_ID, []))
+        self.runner = TrialRunner(request)
+        self._set_running(True)
+        self.show_status(f"Starting {request.model} on {request.device}...")
+        self.run_probe(request, self.runner)
+
+    @work(thread=True, group="probe")
+    def run_probe(self, request: ProbeRequest, runner: TrialRunner) -> None:
+        """Fill in the default budget, then run every trial (each a child process) and report back."""
+        if not request.budget_mb:
+            budget = default_budget(request.device)
+            if budget.mb is None:
+                self.post_message(ProbeFinished(None, budget.source))
+                return
+            request = replace(request, budget_mb=budget.mb, budget_source=budget.source)
+            runner.request = request
+        self.post_message(ProbeStarted(request))
+        result = run_probe(
+            request,
+            runner,
+            on_trial_start=lambda batch: self.post_message(TrialStarted(batch)),
+            on_trial_done=lambda trial: self.post_message(TrialDone(trial)),
+        )
+        self.post_message(ProbeFinished(result))
+
+    def action_cancel(self) -> None:
+        """Kill the running trial's child and stop the probe."""
+        if self.runner is not None:
+            self.runner.cancel()
+            self.show_status("Cancelling: stopping the running trial...")
+
+    def action_copy_snippet(self) -> None:
+        """Copy `batch_size = N` to the clipboard."""
+        if self.result is not None and self.result.snippet:
+            self.app.copy_to_clipboard(self.result.snippet)
+            self.notify(f"Copied: {self.result.snippet}")
+
+    @on(Button.Pressed, "#probe-start")
+    def _start_pressed(self) -> None:
+        self.action_start()
+
+    @on(Button.Pressed, "#probe-cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    @on(Input.Submitted)
+    def _input_submitted(self) -> None:
+        self.action_start()
+
+    def _set_running(self, running: bool) -> None:
+        self.query_one("#probe-start", Button).disabled = running
+        self.query_one("#probe-cancel", Button).disabled = not running
+
+    def on_probe_started(self, message: ProbeStarted) -> None:
+        self.request = message.request
+        request = message.request
+        precision = ", mixed precision" if request.mixed_precision else ""
+        self.show_status(
+            f"Probing {request.model} on {request.device}: budget {request.budget_mb:,.0f} MB "
+            f"({request.budget_source}), {request.steps} steps per trial{precision}"
+        )
+
+    def on_trial_started(self, message: TrialStarted) -> None:
+        table = self.query_one(DataTable)
+        key = str(message.batch_size)
+        table.add_row(message.batch_size, Text("running", style="italic"), "", "", "", "", key=key)
+        table.move_cursor(row=table.row_count - 1)
+
+    def on_trial_done(self, message: TrialDone) -> None:
+        trial = message.trial
+        self.trials.append(trial)
+        table = self.query_one(DataTable)
+        for column, value in trial_cells(trial).items():
+            table.update_cell(str(trial.batch_size), column, value, update_width=True)
+        self.query_one(ProbePlot).show_trials(self.trials, self.request.budget_mb if self.request else None)
+
+    def on_probe_finished(self, message: ProbeFinished) -> None:
+        cancelled = self.runner is not None and self.runner.cancelled
+        self.runner = None
+        self._set_running(False)
+        self._drop_unfinished_rows()
+        summary = self.query_one("#probe-summary", Static)
+        if message.result is None:
+            self.show_status(message.problem, problem=True)
+            summary.update("No result.")
+            return
+        self.result = message.result
+        summary.update(summary_text(message.result))
+        if message.result.error:
+            self.show_status("The probe stopped on an error (see below).", problem=True)
+            self.post_message(AlertsChanged(self.TAB_ID, [probe_alert(message.result.error)]))
+        else:
+            verb = "Cancelled" if cancelled else "Done"
+            request = message.result.request
+            budget = f"budget {request.budget_mb:,.0f} MB ({request.budget_source})"
+            self.show_status(
+                f"{verb}: {len(message.result.trials)} trial(s) in {message.result.wall_seconds:,.1f} s; "
+                f"{request.model} on {request.device}, {budget}."
+            )
+
+    def _drop_unfinished_rows(self) -> None:
+        """Remove the row of a trial that was cancelled before it finished."""
+        table = self.query_one(DataTable)
+        done = {str(t.batch_size) for t in self.trials}
+        for row_key in list(table.rows):
+            if row_key.value not in done:
+                table.remove_row(row_key)
+
+
+def probe_alert(error: str) -> Alert:
+    """The header alert for a probe that stopped on an error."""
+    fix = "pass --python PATH to an interpreter with TensorFlow" if "TensorFlow is missing" in error else ""
+    return Alert("probe_error", Severity.WARNING, f"Batch probe: {error.splitlines()[0]}", fix, "Batch probe")
+
+
+def summary_text(result: ProbeResult) -> Text:
+    """The result box: largest batch, recommendation, best throughput, and the snippet in bold."""
+    text = Text()
+    for line in result.summary_lines():
+        if line.startswith("Paste: "):
+            text.append("Paste: ")
+            text.append(result.snippet, style="bold reverse")
+            text.append("   (c copies it)")
+        else:
+            text.append(line, style="bold red" if result.error else "")
+        text.append("\n")
+    text.rstrip()
+    return text

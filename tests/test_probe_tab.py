@@ -1,0 +1,142 @@
+"""The Batch probe tab, driven through the pilot with a fake worker (no TensorFlow, fast)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button, DataTable, Input, Select, Static, TabbedContent
+
+from tfgpu_tui.probe import runner
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.batch_probe import BatchProbeTab
+
+FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
+
+
+@pytest.fixture(autouse=True)
+def fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "WORKER_SCRIPT", FAKE_WORKER)
+    monkeypatch.setenv("FAKE_PROBE_MODE", "linear")
+
+
+async def wait_until(pilot, condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        status = pilot.app.query_one("#probe-status", Static).render()
+        assert time.monotonic() < deadline, f"timed out waiting for the tab; status: {status}"
+        await pilot.pause(0.05)
+
+
+def text_of(app: TfgpuApp, selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def start_with_budget(app: TfgpuApp, pilot, budget: str) -> BatchProbeTab:
+    tab = app.query_one(BatchProbeTab)
+    await pilot.pause()
+    budget_input = app.query_one("#probe-budget", Input)
+    budget_input.value = budget
+    budget_input.focus()
+    await pilot.pause()
+    await pilot.press("ctrl+r")
+    return tab
+
+
+async def test_probe_runs_and_shows_trials_plot_and_summary() -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        tab = await start_with_budget(app, pilot, "100")
+        await wait_until(pilot, lambda: tab.result is not None)
+        table = app.query_one("#probe-trials", DataTable)
+        assert table.row_count == len(tab.result.trials) >= 3
+        summary = text_of(app, "#probe-summary")
+        assert f"Largest batch that fits: {tab.result.max_batch}" in summary
+        assert f"batch_size = {tab.result.recommended_batch}" in summary
+        assert "Done:" in text_of(app, "#probe-status") and "100 MB (given)" not in summary
+        assert app.query_one("#probe-start", Button).disabled is False
+        # The trials table holds each trial's result and the plot was drawn.
+        cells = [str(table.get_cell(str(t.batch_size), "result")) for t in tab.result.trials]
+        assert cells == [t.result for t in tab.result.trials]
+        table.focus()
+        await pilot.press("c")
+        assert app.clipboard == tab.result.snippet
+
+
+async def test_default_budget_is_filled_in_and_said() -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        tab = await start_with_budget(app, pilot, "")
+        await wait_until(pilot, lambda: tab.result is not None)
+        assert "MB (available host memory (CPU))" in text_of(app, "#probe-status")
+        assert tab.result.request.budget_mb > 0 and tab.result.max_batch == 8192
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("#probe-budget", "lots", "the budget must be a number, not 'lots'"),
+        ("#probe-model", "nowhere/model.keras", "model file not found: nowhere/model.keras"),
+        ("#probe-model", "builtin:gpt5", "unknown built-in model 'gpt5'"),
+        ("#probe-steps", "0", "steps per trial must be at least 1"),
+        ("#probe-max-batch", "1.5", "max batch must be a whole number, not '1.5'"),
+    ],
+)
+async def test_bad_input_gets_a_message_and_nothing_starts(field: str, value: str, expected: str) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        app.query_one("#probe-budget", Input).value = "100"
+        app.query_one(field, Input).value = value
+        app.query_one(field, Input).focus()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert expected in text_of(app, "#probe-status")
+        assert not app.query_one(BatchProbeTab).running
+
+
+async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_PROBE_MODE", "hang")
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        tab = await start_with_budget(app, pilot, "100")
+        await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1)
+        assert app.query_one("#probe-cancel", Button).disabled is False
+        assert app.query_one("#probe-start", Button).disabled is True
+        app.query_one("#probe-trials", DataTable).focus()
+        await pilot.press("1")  # the app still answers keys while a trial runs
+        assert app.query_one(TabbedContent).active == "environment"
+        tab.action_cancel()
+        await wait_until(pilot, lambda: not tab.running, seconds=5)
+        assert "Cancelled" in text_of(app, "#probe-status")
+        assert app.query_one("#probe-trials", DataTable).row_count == 0
+        assert app.query_one("#probe-start", Button).disabled is False
+
+
+async def test_tensorflow_missing_shows_an_error_and_a_header_alert(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "WORKER_SCRIPT", Path(runner.worker.__file__))
+    python = tmp_path / "python-without-tf"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python.chmod(0o755)
+    app = TfgpuApp(Settings(demo=True, python=str(python)), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        tab = await start_with_budget(app, pilot, "100")
+        await wait_until(pilot, lambda: tab.result is not None)
+        assert "TensorFlow is missing" in text_of(app, "#probe-summary")
+        assert "error" in text_of(app, "#probe-status")
+        alerts = [alert for alert in app.all_alerts if alert.kind == "probe_error"]
+        assert len(alerts) == 1 and alerts[0].message.startswith("Batch probe: TensorFlow is missing")
+        assert "--python" in alerts[0].fix
+
+
+async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tfgpu_tui.ui.batch_probe.gpu_devices", lambda: ["GPU:0", "GPU:1"])
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(160, 45)) as pilot:
+        select = app.query_one("#probe-device", Select)
+        await wait_until(pilot, lambda: select.value == "GPU:0")
+        assert [str(prompt) for prompt, _ in select._options] == ["GPU:0", "GPU:1", "CPU"]

@@ -1,0 +1,90 @@
+"""Turn what a trial's child process did (its JSON report, exit status, stderr) into a `Trial`."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT, Trial
+
+# Messages that mean the device ran out of memory (TensorFlow, XLA, CUDA, cuBLAS).
+OOM_MARKERS = (
+    "OOM when allocating",
+    "Out of memory while trying to allocate",
+    "RESOURCE_EXHAUSTED",
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+)
+OOM_EXCEPTIONS = ("ResourceExhaustedError", "OutOfMemoryError")
+# The BFC allocator's warning during autotuning ends with this; it is not a failure.
+NOT_A_FAILURE = "The caller indicates that this is not a failure"
+STDERR_TAIL_LINES = 12
+
+
+def is_oom_text(text: str) -> bool:
+    """Whether a message reports running out of memory (ignoring the allocator's 'not a failure' lines)."""
+    lines = [line for line in text.splitlines() if NOT_A_FAILURE not in line]
+    return any(marker in line for line in lines for marker in OOM_MARKERS)
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of a message, for tables and one-line summaries."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def trial_from_report(batch_size: int, report: dict[str, Any], budget_mb: float) -> Trial:
+    """A trial from the child's JSON report; a peak above the budget counts as out of memory."""
+    status = report.get("status")
+    if status == "ok":
+        peak = float(report["peak_mb"])
+        seconds = float(report["step_seconds"])
+        source = str(report.get("peak_source", ""))
+        if peak > budget_mb:
+            message = f"over the {budget_mb:,.0f} MB budget"
+            return Trial(batch_size, OOM, peak, seconds, message, source)
+        return Trial(batch_size, FITS, peak, seconds, "", source)
+    message = str(report.get("message", ""))
+    if status == "no_tensorflow":
+        return Trial(batch_size, ERROR, message=f"TensorFlow is missing in the target interpreter: {message}")
+    if report.get("type") in OOM_EXCEPTIONS or is_oom_text(message):
+        return Trial(batch_size, OOM, message=f"out of memory: {first_line(message)[:300]}")
+    if report.get("type") == "ProbeInputError":  # the worker's own message says what to change
+        return Trial(batch_size, ERROR, message=message)
+    where = {"setup": "setting up the device", "model": "building the model", "train": "training"}.get(
+        str(report.get("phase")), "the trial"
+    )
+    return Trial(batch_size, ERROR, message=f"{report.get('type', 'error')} while {where}: {message.strip()}")
+
+
+def trial_from_exit(batch_size: int, returncode: int, stderr: str) -> Trial:
+    """A trial whose child exited without a report: killed by the OOM killer, out of memory, or crashed."""
+    killed = returncode in (-signal.SIGKILL, 128 + signal.SIGKILL)
+    if killed:
+        message = "the child was killed (SIGKILL), most likely by the kernel's OOM killer"
+        return Trial(batch_size, OOM, message=message)
+    if is_oom_text(stderr):
+        return Trial(batch_size, OOM, message=f"out of memory: {first_line(oom_lines(stderr))[:300]}")
+    tail = "\n".join(stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+    reason = describe_exit(returncode)
+    message = f"the trial's child process {reason}" + (f":\n{tail}" if tail else "")
+    return Trial(batch_size, ERROR, message=message)
+
+
+def oom_lines(text: str) -> str:
+    """The lines of ``text`` that report running out of memory."""
+    return "\n".join(line for line in text.splitlines() if is_oom_text(line))
+
+
+def describe_exit(returncode: int) -> str:
+    """'exited with status 3' or 'was killed by SIGSEGV'."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode} without a result"
+
+
+def timeout_trial(batch_size: int, seconds: float) -> Trial:
+    """A trial stopped because it ran past the per-trial timeout."""
+    return Trial(batch_size, TIMEOUT, message=f"stopped after {seconds:g} s (per-trial timeout)")

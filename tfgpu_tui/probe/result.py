@@ -1,0 +1,103 @@
+"""The outcome of a whole probe: the largest batch that fits, the one to use, the best throughput."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.search import RECOMMENDED_FRACTION, largest_fitting
+from tfgpu_tui.probe.trial import ERROR, Trial
+
+
+def is_power_of_two(value: int) -> bool:
+    """Whether a positive integer is a power of two."""
+    return value > 0 and value & (value - 1) == 0
+
+
+@dataclass
+class ProbeResult:
+    """Every trial of one probe and what follows from them. Only batches that ran and fitted are reported."""
+
+    request: ProbeRequest
+    trials: list[Trial] = field(default_factory=list)
+    cancelled: bool = False
+    wall_seconds: float = 0.0
+
+    @property
+    def max_batch(self) -> int | None:
+        """The largest batch that ran within the budget."""
+        best = largest_fitting(self.trials)
+        return best.batch_size if best else None
+
+    @property
+    def recommended_batch(self) -> int | None:
+        """The largest batch that ran with peak memory under 90 % of the budget."""
+        limit = RECOMMENDED_FRACTION * self.request.budget_mb
+        safe = [t.batch_size for t in self.trials if t.fits and t.peak_mb is not None and t.peak_mb < limit]
+        return max(safe, default=None)
+
+    @property
+    def best_throughput(self) -> Trial | None:
+        """The fitting trial with the most samples per second."""
+        timed = [t for t in self.trials if t.fits and t.samples_per_second is not None]
+        return max(timed, key=lambda t: t.samples_per_second or 0.0, default=None)
+
+    @property
+    def error(self) -> str:
+        """Why the probe stopped early (the failing trial's message), or empty."""
+        return next((t.message for t in self.trials if t.result == ERROR), "")
+
+    @property
+    def snippet(self) -> str:
+        """A line to paste into a training script, or empty when nothing fits."""
+        batch = self.recommended_batch or self.max_batch
+        return f"batch_size = {batch}" if batch else ""
+
+    def summary_lines(self) -> list[str]:
+        """The result in a few human sentences (used by the CLI and the tab)."""
+        if self.error:
+            return [f"Probe stopped: {self.error}"]
+        lines = ["Cancelled; results so far:"] if self.cancelled else []
+        if self.max_batch is None:
+            lines.append(f"No batch size fits in {self.request.budget_mb:,.0f} MB on {self.request.device}.")
+            return lines
+        lines.append(f"Largest batch that fits: {self.max_batch} ({self.request.budget_mb:,.0f} MB budget).")
+        recommended = self.recommended_batch
+        if recommended is None:
+            lines.append("No trial stayed under 90 % of the budget; lower the batch or raise the budget.")
+        else:
+            kind = "a power of two" if is_power_of_two(recommended) else "not a power of two"
+            lines.append(f"Recommended: {recommended} (peak under 90 % of the budget; {kind}).")
+        best = self.best_throughput
+        if best is not None:
+            speed = best.samples_per_second or 0.0
+            lines.append(f"Best throughput: {speed:,.0f} samples/s at batch {best.batch_size}.")
+        lines.append(f"Paste: {self.snippet}")
+        return lines
+
+    def as_dict(self) -> dict[str, object]:
+        """The result as JSON-ready data (the keys are documented in the README)."""
+        best = self.best_throughput
+        recommended = self.recommended_batch
+        throughput = None
+        if best is not None:
+            speed = round(best.samples_per_second or 0.0, 1)
+            throughput = {"batch_size": best.batch_size, "samples_per_second": speed}
+        return {
+            "model": self.request.model,
+            "device": self.request.device,
+            "budget_mb": round(self.request.budget_mb, 1),
+            "budget_source": self.request.budget_source,
+            "steps": self.request.steps,
+            "mixed_precision": self.request.mixed_precision,
+            "max_batch_bound": self.request.max_batch,
+            "max_batch": self.max_batch,
+            "recommended_batch": recommended,
+            "recommended_is_power_of_two": None if recommended is None else is_power_of_two(recommended),
+            "best_throughput": throughput,
+            "snippet": self.snippet,
+            "cancelled": self.cancelled,
+            "error": self.error or None,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "trials": [t.as_dict() for t in self.trials],
+        }

@@ -1,0 +1,164 @@
+"""Run the probe: one fresh child process per trial (TensorFlow never frees memory after an OOM), with a
+per-trial timeout, cancellation and progress callbacks. The search itself lives in `search`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from tfgpu_tui.probe import worker
+from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
+from tfgpu_tui.probe.trial import Trial
+
+WORKER_SCRIPT = Path(worker.__file__)
+POLL_SECONDS = 0.1
+# Stop a CPU trial before the kernel's OOM killer picks a victim (perhaps not ours).
+MIN_HOST_AVAILABLE_FRACTION = 0.03
+
+
+def child_environment(device: str) -> dict[str, str]:
+    """The child's environment: quiet TensorFlow logs; on the CPU hide the GPUs and turn oneDNN on (its
+    allocator keeps the statistics the probe reads) unless the user chose otherwise; on a GPU drop
+    memory growth, which TensorFlow refuses beside a memory limit."""
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if device == "CPU":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    else:
+        env.pop("TF_FORCE_GPU_ALLOW_GROWTH", None)  # cannot be combined with the memory-limited device
+    return env
+
+
+class TrialRunner:
+    """Runs trials of one request, each in a new child; `cancel()` (from any thread) kills the running one."""
+
+    def __init__(self, request: ProbeRequest, worker_script: Path | None = None) -> None:
+        self.request = request
+        self.worker_script = worker_script or WORKER_SCRIPT
+        self._cancelled = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Stop the running child (if any) and run no more trials."""
+        self._cancelled.set()
+
+    def command(self, batch_size: int) -> list[str]:
+        """The child's command line for one batch size."""
+        payload = {
+            "model": self.request.model,
+            "device": self.request.device,
+            "budget_mb": self.request.budget_mb if self.request.device != "CPU" else None,
+            "batch_size": batch_size,
+            "steps": self.request.steps,
+            "mixed_precision": self.request.mixed_precision,
+        }
+        return [self.request.python, str(self.worker_script), json.dumps(payload)]
+
+    def run_trial(self, batch_size: int) -> Trial:
+        """Train at one batch size in a fresh child and classify what happened."""
+        try:
+            process = subprocess.Popen(
+                self.command(batch_size),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                env=child_environment(self.request.device),
+                start_new_session=True,
+            )
+        except OSError as error:
+            return Trial(batch_size, "error", message=f"cannot start {self.request.python}: {error.strerror}")
+        try:
+            return self._wait(process, batch_size)
+        except BaseException:
+            kill_group(process)  # Ctrl+C or a dying parent must not leave a child holding memory
+            raise
+
+    def _wait(self, process: subprocess.Popen[str], batch_size: int) -> Trial:
+        """Wait for the child, killing it on timeout, cancellation or host memory running out."""
+        deadline = time.monotonic() + self.request.trial_timeout_seconds
+        stopped: Trial | None = None
+        while True:
+            try:
+                stdout, stderr = process.communicate(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                if self.cancelled:
+                    stopped = Trial(batch_size, "error", message="cancelled")
+                elif time.monotonic() > deadline:
+                    stopped = timeout_trial(batch_size, self.request.trial_timeout_seconds)
+                elif host_memory_nearly_gone():
+                    stopped = Trial(batch_size, OOM, message="stopped: host memory nearly exhausted")
+                if stopped is not None:
+                    kill_group(process)
+                    process.communicate()
+                    return stopped
+        report = parse_report(stdout)
+        if report is not None:
+            return trial_from_report(batch_size, report, self.request.budget_mb)
+        return trial_from_exit(batch_size, process.returncode, stderr)
+
+
+def parse_report(stdout: str) -> dict[str, object] | None:
+    """The child's JSON report (the last line that starts with the marker), or None."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(worker.RESULT_MARKER):
+            with contextlib.suppress(ValueError):
+                return json.loads(line[len(worker.RESULT_MARKER) :])
+    return None
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the child and anything it started (it leads its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+def host_memory_nearly_gone() -> bool:
+    """Whether the host is about to run out of memory."""
+    memory = psutil.virtual_memory()
+    return memory.available < MIN_HOST_AVAILABLE_FRACTION * memory.total
+
+
+def run_probe(
+    request: ProbeRequest,
+    runner: TrialRunner | None = None,
+    strategy: SearchStrategy | None = None,
+    on_trial_start: Callable[[int], None] = lambda batch: None,
+    on_trial_done: Callable[[Trial], None] = lambda trial: None,
+) -> ProbeResult:
+    """Search for the largest batch that fits, calling back before and after each trial."""
+    runner = runner or TrialRunner(request)
+    strategy = strategy or ProbeSearch(request.budget_mb, request.max_batch)
+    started = time.monotonic()
+
+    def one_trial(batch_size: int) -> Trial:
+        on_trial_start(batch_size)
+        trial = runner.run_trial(batch_size)
+        if not runner.cancelled:
+            on_trial_done(trial)
+        return trial
+
+    trials = run_search(strategy, one_trial, should_stop=lambda: runner.cancelled)
+    if runner.cancelled and trials and trials[-1].message == "cancelled":
+        trials.pop()
+    return ProbeResult(request, trials, runner.cancelled, time.monotonic() - started)

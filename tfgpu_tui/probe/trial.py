@@ -1,0 +1,58 @@
+"""One trial of the batch probe: a batch size and what happened when it ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FITS = "fits"
+OOM = "oom"
+ERROR = "error"
+TIMEOUT = "timeout"
+RESULTS = (FITS, OOM, ERROR, TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """The outcome of training a few steps at one batch size in a fresh child process.
+
+    Attributes:
+        batch_size: the batch size tried.
+        result: one of ``fits``, ``oom`` (out of memory or over the budget), ``error``, ``timeout``.
+        peak_mb: peak memory of the steps after the first, in MB (None when not measured).
+        step_seconds: median seconds per training step after the first (None when not measured).
+        message: why it did not fit, or what went wrong; empty when it fits.
+        peak_source: where ``peak_mb`` came from: ``allocator`` (TensorFlow's) or ``rss`` (the child's peak
+            resident memory); empty when not measured.
+    """
+
+    batch_size: int
+    result: str
+    peak_mb: float | None = None
+    step_seconds: float | None = None
+    message: str = ""
+    peak_source: str = ""
+
+    @property
+    def fits(self) -> bool:
+        """Whether the batch ran within the budget."""
+        return self.result == FITS
+
+    @property
+    def samples_per_second(self) -> float | None:
+        """Training throughput, or None when the step time is unknown."""
+        if not self.step_seconds:
+            return None
+        return self.batch_size / self.step_seconds
+
+    def as_dict(self) -> dict[str, object]:
+        """The trial as plain JSON-ready data."""
+        speed = self.samples_per_second
+        return {
+            "batch_size": self.batch_size,
+            "result": self.result,
+            "peak_mb": None if self.peak_mb is None else round(self.peak_mb, 1),
+            "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 5),
+            "samples_per_second": None if speed is None else round(speed, 1),
+            "peak_source": self.peak_source,
+            "message": self.message,
+        }
