@@ -29,7 +29,7 @@ def add_python_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--python",
         metavar="PATH",
-        default=None,
+        default=argparse.SUPPRESS,  # a subcommand's parser must not reset a value given before it
         help="Python interpreter whose TensorFlow to use (default: the one running tfgpu-tui)",
     )
 
