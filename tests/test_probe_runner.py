@@ -14,6 +14,7 @@ import pytest
 
 from tfgpu_tui.probe import runner
 from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts
 from tfgpu_tui.probe.runner import TrialRunner, run_probe
 from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT
 
@@ -157,6 +158,11 @@ def test_real_cnn_on_cpu_with_a_small_budget() -> None:
     above = [t for t in result.trials if t.batch_size > best.batch_size]
     assert above, "the search tried a size above the one it reports"
     assert next(t for t in sorted(above, key=lambda t: t.batch_size)).result == OOM
+    # The child counts the model as by hand (see test_probe_rule_of_thumb): Adam's slots from its variables.
+    assert result.facts == ModelFacts(
+        225_034, 225_034, "Adam", 2.0, "variables", "float32", "float32", 38_122
+    )
+    assert result.as_dict()["rule_of_thumb"]["batch_size"] == result.max_batch
 
 
 @pytest.mark.tf

@@ -7,13 +7,15 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, DataTable, Input, Select, Static, TabbedContent
+from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static, TabbedContent
 
-from tfgpu_tui.probe import runner
+from tfgpu_tui.gpu.model import DeviceInfo
+from tfgpu_tui.probe import precision, runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
 
+PASCAL_GPU = DeviceInfo(0, "Tesla P100", None, 16_280.0, 250.0, (6, 1), True)
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 
 
@@ -59,7 +61,7 @@ async def test_probe_runs_and_shows_trials_plot_and_summary() -> None:
         assert "Done:" in text_of(app, "#probe-status") and "100 MB (given)" not in summary
         assert app.query_one("#probe-start", Button).disabled is False
         # The trials table holds each trial's result and the plot was drawn.
-        cells = [str(table.get_cell(str(t.batch_size), "result")) for t in tab.result.trials]
+        cells = [str(table.get_cell(f"float32:{t.batch_size}", "result")) for t in tab.result.trials]
         assert cells == [t.result for t in tab.result.trials]
         table.focus()
         await pilot.press("c")
@@ -140,3 +142,32 @@ async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPat
         select = app.query_one("#probe-device", Select)
         await wait_until(pilot, lambda: select.value == "GPU:0")
         assert [str(prompt) for prompt, _ in select._options] == ["GPU:0", "GPU:1", "CPU"]
+
+
+async def test_tab_compares_precisions_and_warns_on_an_old_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tfgpu_tui.ui.batch_probe.gpu_devices", lambda: ["GPU:0"])
+    monkeypatch.setattr(precision, "read_gpu_facts", lambda: ([PASCAL_GPU], ""))
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=(180, 50)) as pilot:
+        tab = app.query_one(BatchProbeTab)
+        select = app.query_one("#probe-device", Select)
+        await wait_until(pilot, lambda: select.value == "GPU:0")
+        app.query_one("#probe-budget", Input).value = "100"
+        app.query_one("#probe-compare", Checkbox).value = True
+        await pilot.pause()
+        app.query_one("#probe-start").focus()
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: tab.result is not None)
+        assert tab.comparison is not None and tab.comparison.mixed is not None
+        assert app.query_one("#probe-comparison", Static).display
+        side = text_of(app, "#probe-comparison")
+        assert tab.comparison.table_lines()[0].split() == ["float32", "mixed_float16"]
+        assert all(line in side for line in tab.comparison.table_lines())
+        assert "compute capability 6.1 (below 7.0" in side and "will not speed training up" in side
+        assert "mixed_float16: Rule of thumb at batch" in side
+        assert "Rule of thumb at batch" in text_of(app, "#probe-summary")
+        table = app.query_one("#probe-trials", DataTable)
+        precisions = {str(table.get_row_at(i)[1]) for i in range(table.row_count)}
+        assert precisions == {"float32", "mixed_float16"}
+        expected = len(tab.comparison.float32.trials) + len(tab.comparison.mixed.trials)
+        assert table.row_count == expected

@@ -8,6 +8,7 @@ import sys
 
 from tfgpu_tui.cli import add_python_option, settings_from_args
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
@@ -60,7 +61,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"largest batch size to try (default {DEFAULT_MAX_BATCH})",
     )
-    parser.add_argument("--mixed-precision", action="store_true", help="train with a mixed-precision policy")
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument(
+        "--mixed-precision",
+        action="store_true",
+        help="train with a mixed-precision policy (mixed_float16 on a GPU, mixed_bfloat16 on the CPU)",
+    )
+    precision.add_argument(
+        "--compare-precision",
+        action="store_true",
+        help="probe in float32, then with mixed precision, and compare them side by side",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -125,17 +136,31 @@ def run(args: argparse.Namespace) -> int:
         file=progress,
         flush=True,
     )
-    result = run_probe(
-        request, on_trial_done=lambda trial: print(trial_line(trial), file=progress, flush=True)
-    )
+
+    def report(trial: Trial) -> None:
+        print(trial_line(trial), file=progress, flush=True)
+
+    def announce(pass_request: ProbeRequest) -> None:
+        print(f"-- {precision_name(pass_request)}", file=progress, flush=True)
+
+    comparison = None
+    if args.compare_precision:
+        comparison = run_comparison(request, on_pass_start=announce, on_trial_done=report)
+        result = comparison.float32
+    else:
+        result = run_probe(request, on_trial_done=report)
     if args.json:
-        json.dump(result.as_dict(), sys.stdout, indent=2)
+        data = result.as_dict() | {"comparison": None if comparison is None else comparison.as_dict()}
+        json.dump(data, sys.stdout, indent=2)
         print()
     else:
         print("\n".join(result.summary_lines()))
-    return exit_code(result)
+        if comparison is not None:
+            print("\n".join(["", *comparison.lines()]))
+    return exit_code(result, comparison)
 
 
-def exit_code(result: ProbeResult) -> int:
-    """0 when some batch fits, else 1."""
-    return 0 if result.max_batch is not None and not result.error else 1
+def exit_code(result: ProbeResult, comparison: PrecisionComparison | None = None) -> int:
+    """0 when some batch fits (and the mixed run of a comparison did not fail), else 1."""
+    mixed_failed = comparison is not None and comparison.mixed is not None and bool(comparison.mixed.error)
+    return 0 if result.max_batch is not None and not result.error and not mixed_failed else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts
 from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT, Trial
 
 # Messages that mean the device ran out of memory (TensorFlow, XLA, CUDA, cuBLAS).
@@ -39,10 +40,11 @@ def trial_from_report(batch_size: int, report: dict[str, Any], budget_mb: float)
         peak = float(report["peak_mb"])
         seconds = float(report["step_seconds"])
         source = str(report.get("peak_source", ""))
+        facts = ModelFacts.from_report(report.get("model"))
         if peak > budget_mb:
             message = f"over the {budget_mb:,.0f} MB budget"
-            return Trial(batch_size, OOM, peak, seconds, message, source)
-        return Trial(batch_size, FITS, peak, seconds, "", source)
+            return Trial(batch_size, OOM, peak, seconds, message, source, facts)
+        return Trial(batch_size, FITS, peak, seconds, "", source, facts)
     message = str(report.get("message", ""))
     if status == "no_tensorflow":
         return Trial(batch_size, ERROR, message=f"TensorFlow is missing in the target interpreter: {message}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.rule_of_thumb import FORMULA, Estimate, ModelFacts, estimate, off_by, ratio_words
 from tfgpu_tui.probe.search import RECOMMENDED_FRACTION, largest_fitting
 from tfgpu_tui.probe.trial import ERROR, Trial
 
@@ -43,6 +44,57 @@ class ProbeResult:
         return max(timed, key=lambda t: t.samples_per_second or 0.0, default=None)
 
     @property
+    def facts(self) -> ModelFacts | None:
+        """What the children reported about the model (the same in every trial), or None."""
+        return next((t.facts for t in self.trials if t.facts is not None), None)
+
+    def rule_of_thumb(self) -> tuple[Estimate, float] | None:
+        """The rule-of-thumb estimate at the largest batch that fits, and that trial's measured peak."""
+        best = largest_fitting(self.trials)
+        if best is None or best.facts is None or best.peak_mb is None:
+            return None
+        return estimate(best.facts, best.batch_size), best.peak_mb
+
+    def rule_of_thumb_lines(self) -> list[str]:
+        """The model's size and the rule of thumb beside the measured peak, as sentences."""
+        facts = self.facts
+        if facts is None:
+            return []
+        lines = [f"Model: {facts.describe()}."]
+        rule = self.rule_of_thumb()
+        if rule is not None:
+            guess, peak = rule
+            ratio = off_by(peak, guess.total_mb)
+            verdict = f": {ratio_words(ratio)}" if ratio is not None else ""
+            lines.append(
+                f"Rule of thumb at batch {guess.batch_size}: {guess.total_mb:,.1f} MB ({guess.breakdown()}); "
+                f"measured peak {peak:,.1f} MB{verdict}."
+            )
+            if guess.activations_mb is None:
+                lines.append("Activations unknown (a layer has no single output shape): parameters only.")
+        return lines
+
+    def rule_of_thumb_dict(self) -> dict[str, object] | None:
+        """The rule of thumb at the largest batch that fits, for JSON."""
+        rule = self.rule_of_thumb()
+        if rule is None:
+            return None
+        guess, peak = rule
+        ratio = off_by(peak, guess.total_mb)
+        activations = guess.activations_mb
+        return {
+            "formula": FORMULA,
+            "batch_size": guess.batch_size,
+            "estimate_mb": round(guess.total_mb, 1),
+            "weights_mb": round(guess.weights_mb, 2),
+            "gradients_mb": round(guess.gradients_mb, 2),
+            "optimizer_slots_mb": round(guess.slots_mb, 2),
+            "activations_mb": None if activations is None else round(activations, 2),
+            "measured_peak_mb": round(peak, 1),
+            "ratio": None if ratio is None else round(ratio, 2),
+        }
+
+    @property
     def error(self) -> str:
         """Why the probe stopped early (the failing trial's message), or empty."""
         return next((t.message for t in self.trials if t.result == ERROR), "")
@@ -72,6 +124,7 @@ class ProbeResult:
         if best is not None:
             speed = best.samples_per_second or 0.0
             lines.append(f"Best throughput: {speed:,.0f} samples/s at batch {best.batch_size}.")
+        lines.extend(self.rule_of_thumb_lines())
         lines.append(f"Paste: {self.snippet}")
         return lines
 
@@ -99,5 +152,7 @@ class ProbeResult:
             "cancelled": self.cancelled,
             "error": self.error or None,
             "wall_seconds": round(self.wall_seconds, 2),
+            "params": None if self.facts is None else self.facts.as_dict(),
+            "rule_of_thumb": self.rule_of_thumb_dict(),
             "trials": [t.as_dict() for t in self.trials],
         }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts, estimate
+
 FITS = "fits"
 OOM = "oom"
 ERROR = "error"
@@ -23,6 +25,7 @@ class Trial:
         message: why it did not fit, or what went wrong; empty when it fits.
         peak_source: where ``peak_mb`` came from: ``allocator`` (TensorFlow's) or ``rss`` (the child's peak
             resident memory); empty when not measured.
+        facts: what the child reported about the model (parameter counts, optimizer slots ...), or None.
     """
 
     batch_size: int
@@ -31,6 +34,7 @@ class Trial:
     step_seconds: float | None = None
     message: str = ""
     peak_source: str = ""
+    facts: ModelFacts | None = None
 
     @property
     def fits(self) -> bool:
@@ -44,6 +48,11 @@ class Trial:
             return None
         return self.batch_size / self.step_seconds
 
+    @property
+    def rule_of_thumb_mb(self) -> float | None:
+        """The rule-of-thumb memory estimate at this batch size, or None without model facts."""
+        return None if self.facts is None else estimate(self.facts, self.batch_size).total_mb
+
     def as_dict(self) -> dict[str, object]:
         """The trial as plain JSON-ready data."""
         speed = self.samples_per_second
@@ -54,5 +63,6 @@ class Trial:
             "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 5),
             "samples_per_second": None if speed is None else round(speed, 1),
             "peak_source": self.peak_source,
+            "rule_of_thumb_mb": None if self.rule_of_thumb_mb is None else round(self.rule_of_thumb_mb, 1),
             "message": self.message,
         }

@@ -5,7 +5,8 @@ dashboard with TensorFlow: TensorFlow and Keras are imported inside functions on
 `BUILTIN_MODELS` without loading them. The module uses nothing from tfgpu_tui, because the target interpreter
 need not have tfgpu_tui installed. The last stdout line is ``RESULT_MARKER`` followed by a JSON object:
 
-- ``{"status": "ok", "peak_mb": float, "peak_source": "allocator"|"rss", "step_seconds": float}``
+- ``{"status": "ok", "peak_mb": float, "peak_source": "allocator"|"rss", "step_seconds": float,
+  "model": {...}}``, ``model`` being `model_facts` (parameter counts, optimizer slots, dtypes, activations)
 - ``{"status": "exception", "phase": "setup"|"model"|"data"|"train", "type": str, "message": str}``
 - ``{"status": "no_tensorflow", "message": str}``
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -49,6 +51,19 @@ LABEL_KINDS = (
     ("cosh", "regression"),
     ("cosine", "regression"),
 )
+
+
+# Optimizer state tensors per parameter by class name, when the built optimizer's variables cannot tell.
+SLOTS_BY_CLASS = {
+    "Adam": 2,
+    "AdamW": 2,
+    "Adamax": 2,
+    "Nadam": 2,
+    "Adadelta": 2,
+    "Ftrl": 2,
+    "Adagrad": 1,
+    "Lion": 1,
+}
 
 
 class ProbeInputError(Exception):
@@ -198,6 +213,74 @@ def dummy_labels(tf: Any, model: Any, batch_size: int) -> list[Any]:
     return labels
 
 
+def mixed_policy_for(device: str) -> str:
+    """The mixed-precision policy the child uses: float16 on a GPU; bfloat16 on the CPU, where float16 math
+    is emulated and slow."""
+    return "mixed_float16" if device.upper().startswith("GPU") else "mixed_bfloat16"
+
+
+def slots_from_class(optimizer: Any) -> int | None:
+    """Optimizer state tensors per parameter from the optimizer's class and settings, or None if unknown."""
+    name = type(optimizer).__name__
+    if name == "SGD":
+        return 1 if getattr(optimizer, "momentum", 0) else 0
+    if name == "RMSprop":
+        return 1 + bool(getattr(optimizer, "momentum", 0)) + bool(getattr(optimizer, "centered", False))
+    slots = SLOTS_BY_CLASS.get(name)
+    if slots is not None and name == "Adam" and getattr(optimizer, "amsgrad", False):
+        return slots + 1
+    return slots
+
+
+def optimizer_facts(model: Any, trainable: int) -> dict[str, Any]:
+    """The optimizer's class and its state tensors per trainable parameter: counted from the built
+    optimizer's variables (scalars such as the step counter left out), else taken from its class."""
+    optimizer = getattr(model, "optimizer", None)
+    inner = getattr(optimizer, "inner_optimizer", None) or optimizer  # LossScaleOptimizer wraps the real one
+    if inner is None:
+        return {"optimizer": None, "optimizer_slots": None, "optimizer_slots_source": ""}
+    try:
+        state = sum(math.prod(v.shape) for v in inner.variables if len(v.shape) > 0)
+    except Exception:  # noqa: BLE001 - an unusual optimizer: fall back to its class
+        state = 0
+    if state and trainable:
+        slots, source = round(state / trainable, 2), "variables"
+    else:
+        slots, source = slots_from_class(inner), "class"
+    return {"optimizer": type(inner).__name__, "optimizer_slots": slots, "optimizer_slots_source": source}
+
+
+def activation_values_per_sample(keras: Any, model: Any) -> int | None:
+    """The sum of every layer's output size per sample (what the backward pass keeps), or None when a layer
+    has no single symbolic output (subclassed models, shared layers) or an unknown dimension."""
+    total = 0
+    try:
+        for layer in model.layers:
+            if type(layer).__name__ == "InputLayer":
+                continue
+            for tensor in keras.tree.flatten(layer.output):
+                dims = tuple(tensor.shape)[1:]
+                if any(d is None for d in dims):
+                    return None
+                total += math.prod(dims)
+    except (AttributeError, ValueError):
+        return None
+    return total
+
+
+def model_facts(keras: Any, model: Any) -> dict[str, Any]:
+    """Parameter counts, optimizer slots, the dtype policy and activation sizes, for the rule of thumb."""
+    trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
+    return {
+        "params_trainable": int(trainable),
+        "params_total": int(sum(math.prod(w.shape) for w in model.weights)),
+        **optimizer_facts(model, trainable),
+        "variable_dtype": str(getattr(model, "variable_dtype", "float32")),
+        "compute_dtype": str(getattr(model, "compute_dtype", "float32")),
+        "activation_values_per_sample": activation_values_per_sample(keras, model),
+    }
+
+
 def memory_reader(tf: Any, device: str) -> tuple[Any, Any]:
     """Functions (reset, peak MB, source) for the device: TensorFlow's allocator stats where it keeps them
     (GPUs; the CPU with oneDNN on), else the child's peak resident memory."""
@@ -250,13 +333,17 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
         device = configure_device(tf, request["device"], request.get("budget_mb"))
         if request.get("mixed_precision"):
-            policy = "mixed_float16" if device.startswith("GPU") else "mixed_bfloat16"
-            keras.mixed_precision.set_global_policy(policy)
+            keras.mixed_precision.set_global_policy(mixed_policy_for(device))
         phase = "model"
         with tf.device(device):
             model = load_model(keras, request["model"])
             phase = "train"
-            return train_steps(tf, model, device, int(request["batch_size"]), int(request["steps"]))
+            report = train_steps(tf, model, device, int(request["batch_size"]), int(request["steps"]))
+        try:
+            facts = model_facts(keras, model)
+        except Exception:  # noqa: BLE001 - the facts are extras; the measurement stands without them
+            facts = {}
+        return {**report, "model": facts}
     except ProbeInputError as error:
         return {"status": "exception", "phase": phase, "type": "ProbeInputError", "message": str(error)}
     except Exception as error:  # noqa: BLE001 - any failure of user code is reported, not raised

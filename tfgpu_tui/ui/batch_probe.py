@@ -14,6 +14,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, S
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
@@ -33,8 +34,10 @@ from tfgpu_tui.ui.widgets.probe_plot import ProbePlot
 RESULT_STYLES = {FITS: "green", "oom": "red", "error": "bold red", "timeout": "yellow", "running": "italic"}
 COLUMNS = (
     ("batch", "batch"),
+    ("precision", "precision"),
     ("result", "result"),
     ("peak MB", "peak"),
+    ("rule MB", "rule"),
     ("step ms", "step"),
     ("samples/s", "speed"),
     ("note", "note"),
@@ -70,18 +73,23 @@ class TrialDone(Message):
 class ProbeFinished(Message):
     """The probe ended: a result, or a message saying why it could not start."""
 
-    def __init__(self, result: ProbeResult | None, problem: str = "") -> None:
+    def __init__(
+        self, result: ProbeResult | None, problem: str = "", comparison: PrecisionComparison | None = None
+    ) -> None:
         super().__init__()
         self.result = result
         self.problem = problem
+        self.comparison = comparison
 
 
 def trial_cells(trial: Trial) -> dict[str, object]:
     """A trial's table cells by column key."""
     speed = trial.samples_per_second
+    rule = trial.rule_of_thumb_mb
     return {
         "result": Text(trial.result, style=RESULT_STYLES.get(trial.result, "")),
         "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
+        "rule": "-" if rule is None else f"{rule:,.1f}",
         "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",
         "speed": "-" if speed is None else f"{speed:,.0f}",
         "note": trial.message.splitlines()[0] if trial.message else "",
@@ -107,7 +115,7 @@ class BatchProbeTab(DashboardTab):
     BatchProbeTab #probe-budget { width: 14; }
     BatchProbeTab #probe-steps { width: 8; }
     BatchProbeTab #probe-max-batch { width: 11; }
-    BatchProbeTab #probe-mixed { margin-top: 1; }
+    BatchProbeTab #probe-mixed, BatchProbeTab #probe-compare { margin-top: 1; }
     BatchProbeTab #probe-buttons { width: auto; height: auto; margin-top: 1; }
     BatchProbeTab #probe-buttons Button { min-width: 10; margin-right: 1; }
     BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
@@ -115,7 +123,11 @@ class BatchProbeTab(DashboardTab):
     BatchProbeTab #probe-body { height: 1fr; }
     BatchProbeTab #probe-trials { width: 1fr; min-width: 50; }
     BatchProbeTab #probe-plot { width: 1fr; }
-    BatchProbeTab #probe-summary { height: auto; min-height: 3; padding: 0 1; border: round $primary; }
+    BatchProbeTab #probe-results { height: auto; }
+    BatchProbeTab #probe-summary { width: 1fr; height: auto; min-height: 3; padding: 0 1; }
+    BatchProbeTab #probe-comparison { width: 1fr; max-width: 72; height: auto; padding: 0 1; display: none; }
+    BatchProbeTab #probe-summary { border: round $primary; }
+    BatchProbeTab #probe-comparison { border: round $secondary; border-title-color: $text-muted; }
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -124,6 +136,9 @@ class BatchProbeTab(DashboardTab):
         self.request: ProbeRequest | None = None
         self.trials: list[Trial] = []
         self.result: ProbeResult | None = None
+        self.comparison: PrecisionComparison | None = None
+        self.done_rows: set[str] = set()
+        self.compare_run = False
 
     def compose(self) -> ComposeResult:
         budget = "" if self.settings.probe_budget_mb is None else str(self.settings.probe_budget_mb)
@@ -144,6 +159,8 @@ class BatchProbeTab(DashboardTab):
                 yield Label("Max batch")
                 yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch")
             yield Checkbox("Mixed precision", id="probe-mixed")
+            compare_hint = "probe in float32, then in mixed precision, and compare"
+            yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=compare_hint)
             with Horizontal(id="probe-buttons"):
                 yield Button("Start", variant="primary", id="probe-start")
                 yield Button("Cancel", variant="error", id="probe-cancel", disabled=True)
@@ -152,7 +169,9 @@ class BatchProbeTab(DashboardTab):
         with Horizontal(id="probe-body"):
             yield DataTable(id="probe-trials", cursor_type="row", zebra_stripes=True)
             yield ProbePlot(id="probe-plot")
-        yield Static("No result yet.", id="probe-summary")
+        with Horizontal(id="probe-results"):
+            yield Static("No result yet.", id="probe-summary")
+            yield Static(id="probe-comparison")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -193,6 +212,15 @@ class BatchProbeTab(DashboardTab):
         status.update(text)
         status.set_class(problem, "problem")
 
+    @property
+    def comparing(self) -> bool:
+        """Whether the form asks for float32 and mixed precision side by side."""
+        return self.query_one("#probe-compare", Checkbox).value
+
+    def row_key(self, batch_size: int) -> str:
+        """The table row of a trial of the running pass (a comparison tries a batch once per precision)."""
+        return f"{precision_name(self.request) if self.request else 'float32'}:{batch_size}"
+
     def form_request(self) -> ProbeRequest:
         """The request the form describes (budget 0 = use the device's free memory); raises
         ProbeRequestError for anything that is not a number where one is needed."""
@@ -214,7 +242,7 @@ class BatchProbeTab(DashboardTab):
             budget_mb=number("#probe-budget", "the budget", float) or 0.0,
             steps=DEFAULT_STEPS if steps is None else int(steps),
             max_batch=DEFAULT_MAX_BATCH if max_batch is None else int(max_batch),
-            mixed_precision=self.query_one("#probe-mixed", Checkbox).value,
+            mixed_precision=self.query_one("#probe-mixed", Checkbox).value and not self.comparing,
             python=self.settings.python,
         )
 
@@ -235,16 +263,21 @@ class BatchProbeTab(DashboardTab):
             return
         self.trials = []
         self.result = None
+        self.comparison = None
+        self.done_rows = set()
         self.query_one(DataTable).clear()
         self.query_one("#probe-summary", Static).update("Running...")
+        self.query_one("#probe-comparison", Static).display = False
         self.post_message(AlertsChanged(self.TAB_ID, []))
         self.runner = TrialRunner(request)
         self._set_running(True)
+        self.query_one(DataTable).focus()  # Start is disabled now; the table keeps escape and c working
         self.show_status(f"Starting {request.model} on {request.device}...")
-        self.run_probe(request, self.runner)
+        self.compare_run = self.comparing
+        self.run_probe(request, self.runner, self.compare_run)
 
     @work(thread=True, group="probe")
-    def run_probe(self, request: ProbeRequest, runner: TrialRunner) -> None:
+    def run_probe(self, request: ProbeRequest, runner: TrialRunner, compare: bool = False) -> None:
         """Fill in the default budget, then run every trial (each a child process) and report back."""
         if not request.budget_mb:
             budget = default_budget(request.device)
@@ -253,14 +286,18 @@ class BatchProbeTab(DashboardTab):
                 return
             request = replace(request, budget_mb=budget.mb, budget_source=budget.source)
             runner.request = request
+        callbacks = {
+            "on_trial_start": lambda batch: self.post_message(TrialStarted(batch)),
+            "on_trial_done": lambda trial: self.post_message(TrialDone(trial)),
+        }
+        if compare:
+            comparison = run_comparison(
+                request, runner, on_pass_start=lambda r: self.post_message(ProbeStarted(r)), **callbacks
+            )
+            self.post_message(ProbeFinished(comparison.float32, comparison=comparison))
+            return
         self.post_message(ProbeStarted(request))
-        result = run_probe(
-            request,
-            runner,
-            on_trial_start=lambda batch: self.post_message(TrialStarted(batch)),
-            on_trial_done=lambda trial: self.post_message(TrialDone(trial)),
-        )
-        self.post_message(ProbeFinished(result))
+        self.post_message(ProbeFinished(run_probe(request, runner, **callbacks)))
 
     def action_cancel(self) -> None:
         """Kill the running trial's child and stop the probe."""
@@ -293,7 +330,8 @@ class BatchProbeTab(DashboardTab):
     def on_probe_started(self, message: ProbeStarted) -> None:
         self.request = message.request
         request = message.request
-        precision = ", mixed precision" if request.mixed_precision else ""
+        self.trials = []  # the plot shows the running pass
+        precision = f", {precision_name(request)}" if request.mixed_precision or self.compare_run else ""
         self.show_status(
             f"Probing {request.model} on {request.device}: budget {request.budget_mb:,.0f} MB "
             f"({request.budget_source}), {request.steps} steps per trial{precision}"
@@ -301,16 +339,20 @@ class BatchProbeTab(DashboardTab):
 
     def on_trial_started(self, message: TrialStarted) -> None:
         table = self.query_one(DataTable)
-        key = str(message.batch_size)
-        table.add_row(message.batch_size, Text("running", style="italic"), "", "", "", "", key=key)
+        key = self.row_key(message.batch_size)
+        precision = precision_name(self.request) if self.request else ""
+        cells = ["", "", "", "", ""]
+        table.add_row(message.batch_size, precision, Text("running", style="italic"), *cells, key=key)
         table.move_cursor(row=table.row_count - 1)
 
     def on_trial_done(self, message: TrialDone) -> None:
         trial = message.trial
         self.trials.append(trial)
+        key = self.row_key(trial.batch_size)
+        self.done_rows.add(key)
         table = self.query_one(DataTable)
         for column, value in trial_cells(trial).items():
-            table.update_cell(str(trial.batch_size), column, value, update_width=True)
+            table.update_cell(key, column, value, update_width=True)
         self.query_one(ProbePlot).show_trials(self.trials, self.request.budget_mb if self.request else None)
 
     def on_probe_finished(self, message: ProbeFinished) -> None:
@@ -324,7 +366,13 @@ class BatchProbeTab(DashboardTab):
             summary.update("No result.")
             return
         self.result = message.result
+        self.comparison = message.comparison
         summary.update(summary_text(message.result))
+        if message.comparison is not None:
+            comparison = self.query_one("#probe-comparison", Static)
+            comparison.border_title = "float32 vs mixed precision"
+            comparison.update(comparison_text(message.comparison))
+            comparison.display = True
         if message.result.error:
             self.show_status("The probe stopped on an error (see below).", problem=True)
             self.post_message(AlertsChanged(self.TAB_ID, [probe_alert(message.result.error)]))
@@ -340,9 +388,8 @@ class BatchProbeTab(DashboardTab):
     def _drop_unfinished_rows(self) -> None:
         """Remove the row of a trial that was cancelled before it finished."""
         table = self.query_one(DataTable)
-        done = {str(t.batch_size) for t in self.trials}
         for row_key in list(table.rows):
-            if row_key.value not in done:
+            if row_key.value not in self.done_rows:
                 table.remove_row(row_key)
 
 
@@ -353,7 +400,8 @@ def probe_alert(error: str) -> Alert:
 
 
 def summary_text(result: ProbeResult) -> Text:
-    """The result box: largest batch, recommendation, best throughput, and the snippet in bold."""
+    """The result box: largest batch, recommendation, best throughput, the rule of thumb beside the measured
+    peak, and the snippet in bold."""
     text = Text()
     for line in result.summary_lines():
         if line.startswith("Paste: "):
@@ -363,5 +411,19 @@ def summary_text(result: ProbeResult) -> Text:
         else:
             text.append(line, style="bold red" if result.error else "")
         text.append("\n")
+    text.rstrip()
+    return text
+
+
+def comparison_text(comparison: PrecisionComparison) -> Text:
+    """The float32 / mixed table (header in bold), the note on the device, and the mixed run's rule of thumb
+    (or why it stopped, in red)."""
+    header, *rows = comparison.table_lines()
+    text = Text(header + "\n", style="bold")
+    text.append("\n".join(rows) + "\n")
+    text.append(comparison.note + "\n", style="italic")
+    mixed_failed = comparison.mixed is not None and bool(comparison.mixed.error)
+    for line in comparison.mixed_lines():
+        text.append(line + "\n", style="bold red" if mixed_failed else "")
     text.rstrip()
     return text
