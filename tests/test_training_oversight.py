@@ -64,7 +64,7 @@ def test_exit_status_of_our_child_is_read_without_reaping_it(tmp_path: Path) -> 
     assert gone.exit_status == 3 and gone.state == "exited with status 3"
     assert child.wait(timeout=5) == 3  # still reapable by its owner
     assert LogWriter(1, "x", None, False).state == "exited"
-    assert LogWriter(1, "x", None, False, exit_status=-9).state == "was killed by signal 9"
+    assert LogWriter(1, "x", None, False, exit_status=-9).state == "was killed by SIGKILL"
 
 
 def _partial_run(tmp_path: Path) -> LogWatch:

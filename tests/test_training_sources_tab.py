@@ -70,7 +70,7 @@ async def test_pick_list_offers_a_running_jobs_log_and_follows_its_writer(tmp_pa
         assert not app.query_one("#training-pick").has_class("-open")
         await wait_for(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         child.kill()  # not reaped until the fixture's wait(): its status can be read
-        await wait_for(pilot, lambda: "was killed by signal 9" in text_of(app, "#training-context"))
+        await wait_for(pilot, lambda: "was killed by SIGKILL" in text_of(app, "#training-context"))
         await wait_for(pilot, lambda: "before training finished" in text_of(app, "#training-problems"))
         await wait_for(pilot, lambda: "training_stall" in {alert.kind for alert in app.all_alerts})
 

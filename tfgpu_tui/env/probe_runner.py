@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tfgpu_tui.env.children import run_child
+from tfgpu_tui.exit_status import describe_exit
 
 PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
 STDERR_LIMIT_CHARS = 200_000
@@ -72,16 +72,6 @@ def _last_json_object(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def _ending(returncode: int) -> str:
-    """How the child ended, in words ("was killed by SIGSEGV", "exited with status 1")."""
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with status {returncode}"
-
-
 def run_probe(python: str, timeout: float, extra_env: dict[str, str] | None = None) -> ProbeOutcome:
     """Run the probe with interpreter `python`; never raises.
 
@@ -116,7 +106,7 @@ def run_probe(python: str, timeout: float, extra_env: dict[str, str] | None = No
         return ProbeOutcome(None, "", data, stderr, seconds, completed.returncode, extra_env or {})
     if completed.returncode != 0:
         last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
-        message = f"The TensorFlow probe {_ending(completed.returncode)}: {last}"
+        message = f"The TensorFlow probe {describe_exit(completed.returncode)}: {last}"
         return ProbeOutcome("crashed", message, None, stderr, seconds, completed.returncode, extra_env or {})
     message = "The TensorFlow probe printed no result (is this a Python interpreter?)."
     return ProbeOutcome("bad_output", message, None, stderr, seconds, completed.returncode, extra_env or {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.probe.rule_of_thumb import ModelFacts
 from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT, Trial
 
@@ -67,7 +68,7 @@ def trial_from_exit(batch_size: int, returncode: int, stderr: str) -> Trial:
     if is_oom_text(stderr):
         return Trial(batch_size, OOM, message=f"out of memory: {first_line(oom_lines(stderr))[:300]}")
     tail = "\n".join(stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
-    reason = describe_exit(returncode)
+    reason = describe_exit(returncode) + ("" if returncode < 0 else " without a result")
     message = f"the trial's child process {reason}" + (f":\n{tail}" if tail else "")
     return Trial(batch_size, ERROR, message=message)
 
@@ -75,16 +76,6 @@ def trial_from_exit(batch_size: int, returncode: int, stderr: str) -> Trial:
 def oom_lines(text: str) -> str:
     """The lines of ``text`` that report running out of memory."""
     return "\n".join(line for line in text.splitlines() if is_oom_text(line))
-
-
-def describe_exit(returncode: int) -> str:
-    """'exited with status 3' or 'was killed by SIGSEGV'."""
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with status {returncode} without a result"
 
 
 def timeout_trial(batch_size: int, seconds: float) -> Trial:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.gpu.processes import tensorflow_loaded
 
 _DELETED_SUFFIX = " (deleted)"
@@ -126,9 +127,7 @@ class LogWriter:
             return "alive"
         if self.exit_status is None:
             return "exited"
-        if self.exit_status < 0:
-            return f"was killed by signal {-self.exit_status}"
-        return f"exited with status {self.exit_status}"
+        return describe_exit(self.exit_status)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: pid, command, alive, exit_status (null unless known)."""
