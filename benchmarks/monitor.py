@@ -1,16 +1,19 @@
 """Benchmark: the cost of the GPU monitor.
 
 Measures, on this machine:
-  * one refresh (Sampler.sample + the process-table row building) with a simulated 8 GPUs x 64 processes;
-    target < 5 ms;
-  * the same sample against fakenvml (the real nvidia-ml-py, ctypes and /proc path) with the 8x64 scenario
-    of ../shared/fakenvml/scenario_8x64.py, beside bare pynvml calls for the same fields and, where an
-    interpreter with nvitop is available (--nvitop-python, or nvitop importable here), nvitop's own
-    snapshot of devices + processes;
-  * the dashboard (`tfgpu-tui --demo`, and against fakenvml) run in a pseudo-terminal: time to its first
-    frame, CPU use over --seconds at a 1 s interval (target < 1 % of one core), resident memory.
+  * one refresh (Sampler.sample + the process-table row building) with a simulated 8 GPUs x 64 processes
+    each (512 processes); target < 5 ms;
+  * a sample against fakenvml (the real nvidia-ml-py, ctypes and /proc path) with the scenario of
+    ../shared/fakenvml/scenario_8x64.py (8 GPUs, 64 live processes in all), beside bare pynvml calls for the
+    same fields and, where an interpreter with nvitop is available (--nvitop-python, or nvitop importable
+    here), nvitop's own snapshot of devices + processes;
+  * the dashboard run in a 120x40 pseudo-terminal on the Monitor tab - `--demo` (2 GPUs), the simulated
+    8 x 64 scene (512 processes) and fakenvml's 8 GPUs / 64 processes: time to its first frame, CPU use of
+    the whole process over --seconds at a 1 s interval (target < 1 % of one core; the median of --runs runs),
+    resident memory.
 
-    python benchmarks/monitor.py [--iterations 300] [--seconds 30] [--nvitop-python PATH] [--skip-app]
+    python benchmarks/monitor.py [--iterations 300] [--seconds 30] [--runs 3] [--nvitop-python PATH]
+                                 [--skip-app]
 """
 
 from __future__ import annotations
@@ -108,16 +111,33 @@ def median_ms(call, iterations: int) -> float:
     return statistics.median(times)
 
 
+GPUS, PER_GPU = 8, 64  # the simulated scene: 8 GPUs with 64 processes each
+
+# The dashboard with the Monitor tab on the simulated 8 x 64 scene instead of the demo's two GPUs.
+SIMULATED_APP = f"""
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import monitor
+from tfgpu_tui.ui.app import TfgpuApp
+plain_init = monitor.MonitorTab.__init__
+def scene_init(self, settings, source=None):
+    plain_init(self, settings, SimulatedSource(gpus={GPUS}, processes_per_gpu={PER_GPU}))
+monitor.MonitorTab.__init__ = scene_init
+TfgpuApp(Settings(interval=1.0)).run()
+"""
+
+
 def bench_simulated(iterations: int) -> None:
     """Refresh cost with the simulated 8 x 64 scene."""
-    sampler = Sampler(Settings(), SimulatedSource(gpus=8, processes_per_gpu=8))
+    sampler = Sampler(Settings(), SimulatedSource(gpus=GPUS, processes_per_gpu=PER_GPU))
     try:
         from tfgpu_tui.ui.widgets.process_table import build_process_rows
     except ImportError:  # the UI module is optional for this measurement
         build_process_rows = None
     snapshot = sampler.sample()
     sample = median_ms(sampler.sample, iterations)
-    print(f"simulated 8 GPUs x 64 processes ({iterations} refreshes):")
+    processes = GPUS * PER_GPU
+    print(f"simulated {GPUS} GPUs x {PER_GPU} processes = {processes} ({iterations} refreshes):")
     print(
         f"  sample                      median {sample:7.3f} ms   "
         f"(sampler thread at 1 s: {sample / 10:.2f} % of a core)"
@@ -125,7 +145,7 @@ def bench_simulated(iterations: int) -> None:
     if build_process_rows is not None:
         rows = median_ms(lambda: build_process_rows(snapshot, "memory"), iterations)
         both = median_ms(lambda: build_process_rows(sampler.sample(), "memory"), iterations)
-        print(f"  table rows (64)             median {rows:7.3f} ms")
+        print(f"  table rows ({processes})            median {rows:7.3f} ms")
         print(
             f"  refresh (sample + rows)     median {both:7.3f} ms   "
             f"= {both / TARGET_REFRESH_MS:.2f} x the 5 ms target"
@@ -161,7 +181,7 @@ def bench_fakenvml(env: dict[str, str], iterations: int, nvitop: str | None) -> 
         print(f"fakenvml: child failed: {child.stderr.strip()[-400:]}")
         return
     result = json.loads(child.stdout.strip().splitlines()[-1])
-    print(f"fakenvml 8 GPUs x 64 live processes ({iterations} samples; real pynvml + ctypes + /proc):")
+    print(f"fakenvml 8 GPUs, 64 live processes in all ({iterations} samples; real pynvml + ctypes + /proc):")
     print(
         f"  tfgpu-tui sample            median {result['ours']:7.3f} ms   (p90 {result['ours_p90']:.3f} ms)"
     )
@@ -197,8 +217,11 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def run_in_pty(label: str, argv: list[str], env: dict[str, str], seconds: float, marker: bytes) -> None:
-    """Start ``argv`` in a 120x40 pseudo-terminal; report first-frame time, CPU % over ``seconds``, RSS."""
+def measure_in_pty(
+    argv: list[str], env: dict[str, str], seconds: float, marker: bytes
+) -> tuple[float, float, float] | None:
+    """Start ``argv`` in a 120x40 pseudo-terminal; (first-frame seconds, CPU % over ``seconds``, RSS MiB), or
+    None when no first frame came."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     started = time.perf_counter()
@@ -225,21 +248,13 @@ def run_in_pty(label: str, argv: list[str], env: dict[str, str], seconds: float,
     threading.Thread(target=drain, daemon=True).start()
     try:
         if not first_frame.wait(60):
-            print(f"{label}: no first frame within 60 s")
-            return
+            return None
         time.sleep(3)  # let start-up work finish before measuring the steady state
         ticks, t0 = cpu_ticks(process.pid), time.perf_counter()
         time.sleep(seconds)
         used = (cpu_ticks(process.pid) - ticks) / CLOCK_TICKS
         elapsed = time.perf_counter() - t0
-        percent = 100 * used / elapsed
-        print(f"{label}:")
-        print(f"  first frame                 {frame_at[0]:7.2f} s")
-        print(
-            f"  CPU over {elapsed:.0f} s at 1 s interval {percent:5.2f} % of one core   "
-            f"= {percent / TARGET_CPU_PERCENT:.2f} x the 1 % target"
-        )
-        print(f"  resident memory             {rss_mib(process.pid):7.1f} MiB")
+        return frame_at[0], 100 * used / elapsed, rss_mib(process.pid)
     finally:
         os.write(master, b"q")
         try:
@@ -248,6 +263,25 @@ def run_in_pty(label: str, argv: list[str], env: dict[str, str], seconds: float,
             process.kill()
             process.wait()
         os.close(master)
+
+
+def run_in_pty(
+    label: str, argv: list[str], env: dict[str, str], seconds: float, marker: bytes, runs: int = 1
+) -> None:
+    """Measure ``argv`` ``runs`` times in a pseudo-terminal and print the medians (and each run's CPU %)."""
+    results = [r for r in (measure_in_pty(argv, env, seconds, marker) for _ in range(runs)) if r is not None]
+    if not results:
+        print(f"{label}: no first frame within 60 s")
+        return
+    frame, percent, rss = (statistics.median(values) for values in zip(*results, strict=True))
+    each = ", ".join(f"{r[1]:.2f}" for r in results)
+    print(f"{label} (median of {len(results)} run{'s' if len(results) > 1 else ''}):")
+    print(f"  first frame                 {frame:7.2f} s")
+    print(
+        f"  CPU over {seconds:.0f} s at 1 s interval {percent:5.2f} % of one core   "
+        f"= {percent / TARGET_CPU_PERCENT:.2f} x the 1 % target   (runs: {each})"
+    )
+    print(f"  resident memory             {rss:7.1f} MiB")
 
 
 def start_scenario(tmp: Path) -> tuple[Path, list[int]]:
@@ -264,6 +298,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=30.0, help="CPU measurement window per app run")
+    parser.add_argument("--runs", type=int, default=3, help="app runs per scene (medians are printed)")
     parser.add_argument("--nvitop-python", default=None, help="an interpreter with nvitop installed")
     parser.add_argument("--skip-app", action="store_true", help="skip the pseudo-terminal runs of the app")
     args = parser.parse_args()
@@ -272,9 +307,11 @@ def main() -> int:
     app = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
     base_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     if not args.skip_app:
-        run_in_pty(
-            "dashboard --demo (simulated 2 GPUs)", [*app, "--demo"], base_env, args.seconds, b"SIMULATED"
-        )
+        demo = "dashboard --demo (simulated 2 GPUs)"
+        run_in_pty(demo, [*app, "--demo"], base_env, args.seconds, b"SIMULATED", args.runs)
+        scene = f"dashboard on the simulated {GPUS} x {PER_GPU} scene ({GPUS * PER_GPU} processes)"
+        argv = [sys.executable, "-c", SIMULATED_APP]
+        run_in_pty(scene, argv, base_env, args.seconds, b"SIMULATED", args.runs)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         if not build_fakenvml(tmp / "lib"):
@@ -285,11 +322,13 @@ def main() -> int:
             nvitop = nvitop_python(args.nvitop_python)
             bench_fakenvml(env, args.iterations, nvitop)
             if not args.skip_app:
-                run_in_pty("dashboard against fakenvml 8x64", app, env, args.seconds, b"H200")
+                label = "dashboard against fakenvml (8 GPUs, 64 processes)"
+                run_in_pty(label, app, env, args.seconds, b"H200", args.runs)
                 nvitop_bin = Path(nvitop).parent / "nvitop" if nvitop else None
                 if nvitop_bin and nvitop_bin.exists():
                     label = "baseline: nvitop --interval 1, same scenario"
-                    run_in_pty(label, [str(nvitop_bin), "--interval", "1"], env, args.seconds, b"NVITOP")
+                    argv = [str(nvitop_bin), "--interval", "1"]
+                    run_in_pty(label, argv, env, args.seconds, b"NVITOP", args.runs)
         finally:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):

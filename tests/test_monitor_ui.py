@@ -90,11 +90,53 @@ async def test_cards_plots_table_and_header_show_the_simulation() -> None:
 async def test_history_grows_with_samples() -> None:
     app = TfgpuApp(Settings(demo=True, interval=FAST))
     async with app.run_test(size=(160, 50)) as pilot:
+        app.query_one(MonitorTab).plot_seconds = 0.0  # redraw with every sample (the default waits 5 s)
         await wait_until(pilot, lambda: len(app.query(HistoryPlot)) == 2)
         plot = app.query(HistoryPlot).first()
         await wait_until(pilot, lambda: plot.history is not None and len(plot.history.utilization[0]) >= 2)
         xs = plot.history.utilization[0]
         assert all(-300 <= x <= 0 for x in xs) and xs == sorted(xs)
+
+
+async def wait_for_samples(pilot: Pilot, tab: MonitorTab, count: int) -> None:
+    """Let `count` more snapshots reach the tab."""
+    seen = [tab.snapshot]
+
+    def arrived() -> bool:
+        if tab.snapshot is not seen[-1]:
+            seen.append(tab.snapshot)
+        return len(seen) > count
+
+    await wait_until(pilot, arrived)
+
+
+async def test_history_plots_are_redrawn_every_plot_seconds_not_every_sample() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(
+            pilot, lambda: [plot.history is None for plot in app.query(HistoryPlot)] == [False] * 2
+        )
+        await wait_for_samples(pilot, tab, 1)
+        plot = app.query(HistoryPlot).first()
+        drawn = plot.history
+        await wait_for_samples(pilot, tab, 3)
+        assert plot.history is drawn  # three samples later the plot has not been redrawn
+        tab.plot_seconds = 0.0
+        await wait_until(pilot, lambda: plot.history is not drawn)
+
+
+async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=FAST), initial_tab="probe")
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(pilot, lambda: app.query_one(StatusHeader).gpu_count == 2)
+        await wait_for_samples(pilot, tab, 2)
+        assert app.query_one(StatusHeader).alert is not None  # the demo's alerts reach the header
+        assert shown_pids(app) == [] and tab.ui_ms is None  # but the hidden widgets were left alone
+        await pilot.press("2")
+        await wait_until(pilot, lambda: len(shown_pids(app)) == 4 and len(app.query(GpuCard)) == 2)
+        assert all(plot.history is not None for plot in app.query(HistoryPlot))
 
 
 async def test_sort_keys_and_header_click_change_the_order() -> None:

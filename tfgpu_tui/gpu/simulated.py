@@ -5,7 +5,8 @@ memory and another user's TensorFlow evaluation job whose input pipeline starves
 under 50 %); and a TensorFlow job that silently fell back to the CPU. Numbers move smoothly and
 deterministically with time; ``past_samples`` replays the last minutes so a demo opens with full history plots
 and with the alerts whose window has already passed. Killing a simulated process acts on the simulation only.
-``SimulatedSource(gpus=8, processes_per_gpu=8)`` builds a large scene for benchmarks (without a replay).
+``SimulatedSource(gpus=8, processes_per_gpu=64)`` builds a large scene for benchmarks (without a replay); its
+processes' memory always fits on their card.
 """
 
 from __future__ import annotations
@@ -164,6 +165,10 @@ class SimulatedSource:
         self, now: float, gpus: int, per_gpu: int
     ) -> tuple[list[_SimGpu], list[_SimProcess], list[_SimProcess]]:
         sim_gpus = [_SimGpu("NVIDIA H200", 143771.0, 700.0, fan=False) for _ in range(gpus)]
+        # 1-8 GiB per process, scaled down where they would not fit: together at most 80 % of the card.
+        weights = [1 + slot % 8 for slot in range(per_gpu)]
+        fits = 0.8 * (143771.0 - BASE_USED_MIB) / max(1, 1024.0 * sum(weights))
+        unit_mib = 1024.0 * min(1.0, fits)
         procs = []
         for gpu in range(gpus):
             for slot in range(per_gpu):
@@ -178,7 +183,7 @@ class SimulatedSource:
                             host_memory_mib=512.0 + 16 * slot,
                             tensorflow_loaded=slot % 2 == 0,
                         ),
-                        memory_mib=1024.0 * (1 + slot % 8),
+                        memory_mib=unit_mib * weights[slot],
                         sm_base=float((number * 7) % 60),
                         phase=number * 0.37,
                     )

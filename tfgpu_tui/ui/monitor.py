@@ -6,6 +6,7 @@ snapshot here as a message; the event loop only applies it to the widgets.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -34,6 +35,8 @@ from tfgpu_tui.ui.widgets.history_plot import GpuHistory, HistoryPlot, relative_
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import SORT_KEYS, ProcessTable, build_process_rows, sort_caption
 
+# The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
+PLOT_REDRAW_SECONDS = 5.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
 NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
 # Severity of the notification for each kill result.
@@ -41,9 +44,10 @@ _OUTCOME_SEVERITY = {"freed": "information", "already_gone": "information", "sti
 
 
 class SnapshotReady(Message):
-    """A fresh snapshot from the sampling thread, with the history series of each GPU."""
+    """A fresh snapshot from the sampling thread, with the history series of each GPU when the plots are
+    due a redraw (None otherwise)."""
 
-    def __init__(self, snapshot: Snapshot, histories: list[GpuHistory]) -> None:
+    def __init__(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.histories = histories
@@ -137,6 +141,11 @@ class MonitorTab(DashboardTab):
         self.kill_running = False
         self._gpu_count: tuple[int | None, str] | None = None
         self._alerts: list[Alert] | None = None
+        self.plot_seconds = PLOT_REDRAW_SECONDS  # how often the history plots are redrawn
+        self._plots_wanted = threading.Event()  # set: collect histories with the next sample
+        self._histories: list[GpuHistory] = []  # the latest collected, for catching up when the tab is shown
+        self._histories_at = -math.inf  # the timestamp of the snapshot they came with
+        self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
 
     def compose(self) -> ComposeResult:
         yield Static("Starting the monitor…", id="host-line")
@@ -181,6 +190,7 @@ class MonitorTab(DashboardTab):
                 sampler.close()
                 return
             self._sampler = sampler
+        plots_at = -math.inf  # when the histories were last collected
         while not worker.is_cancelled:
             started = time.monotonic()
             with self._lock:
@@ -192,10 +202,14 @@ class MonitorTab(DashboardTab):
                     self.post_message(SamplerFailed(f"sampling failed: {error!r}"))
                     snapshot = None
             if snapshot is not None:
-                try:
-                    histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
-                except RuntimeError:  # a kill's confirming sample grew the history meanwhile: keep the plots
-                    histories = []
+                histories = None
+                if started - plots_at >= self.plot_seconds or self._plots_wanted.is_set():
+                    self._plots_wanted.clear()
+                    plots_at = started
+                    try:
+                        histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
+                    except RuntimeError:  # a kill's confirming sample grew the history meanwhile: retry
+                        self._plots_wanted.set()
                 self.post_message(SnapshotReady(snapshot, histories))
             self._wake.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
             self._wake.clear()
@@ -203,15 +217,34 @@ class MonitorTab(DashboardTab):
     # --- applying a snapshot (event loop) -----------------------------------------------------------------
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        """Keep the snapshot and tell the header; update the widgets only while the tab is on screen."""
+        self.snapshot = message.snapshot
+        if message.histories is not None:
+            self._histories, self._histories_at = message.histories, message.snapshot.timestamp
+        self._post_header_updates(message.snapshot)
+        if self.is_on_screen:
+            self._apply(message.snapshot, message.histories)
+        else:
+            self._behind = True
+
+    def on_show(self) -> None:
+        """Catch up with what was sampled while the tab was hidden (plots included)."""
+        if self._behind and self.snapshot is not None:
+            self._apply(self.snapshot, self._histories)
+            if self.snapshot.timestamp - self._histories_at >= self.plot_seconds:
+                self._plots_wanted.set()  # they are due: fresh ones with the next sample
+
+    def _apply(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
+        """Show a snapshot in the widgets; each widget repaints only what changed, without a re-layout where
+        its size is fixed. `histories` None leaves the plots as they are."""
         started = time.perf_counter()
-        snapshot = message.snapshot
-        self.snapshot = snapshot
-        self.query_one("#host-line", Static).update(render_host_line(snapshot, self.ui_ms))
+        self._behind = False
+        self.query_one("#host-line", Static).update(render_host_line(snapshot, self.ui_ms), layout=False)
         no_gpu = self.query_one("#no-gpu", Static)
         no_gpu.set_class(snapshot.error is not None, "-shown")
         if snapshot.error is not None:
             no_gpu.update(no_gpu_text(snapshot))
-        self._show_gpus(snapshot.devices, message.histories)
+        self._show_gpus(snapshot.devices, histories or [])
         # The "nothing to monitor" panel already explains a missing driver; the header still gets that alert.
         shown = (
             [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
@@ -220,7 +253,6 @@ class MonitorTab(DashboardTab):
         )
         self.query_one(AlertsPanel).show(shown)
         self._refresh_table()
-        self._post_header_updates(snapshot)
         self.ui_ms = (time.perf_counter() - started) * 1000
 
     def on_sampler_failed(self, message: SamplerFailed) -> None:
@@ -239,9 +271,12 @@ class MonitorTab(DashboardTab):
             container.mount_all(
                 Horizontal(cards[device.index], plots[device.index], classes="gpu-row") for device in devices
             )
+            if not histories:
+                self._plots_wanted.set()  # new plots: fill them with the next sample
         else:
             plots = {plot.index: plot for plot in container.query(HistoryPlot)}
-        container.display = bool(devices)
+        if container.display != bool(devices):
+            container.display = bool(devices)
         for device in devices:
             cards[device.index].show(device)
         for history in histories:
@@ -256,7 +291,7 @@ class MonitorTab(DashboardTab):
         self.query_one(ProcessTable).show_rows(rows)
         what = "TensorFlow processes on the CPU" if snapshot.error is not None else "Processes"
         caption = f"{what} ({len(rows)}), sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
-        self.query_one("#process-caption", Static).update(caption)
+        self.query_one("#process-caption", Static).update(caption, layout=False)
 
     def _post_header_updates(self, snapshot: Snapshot) -> None:
         """Tell the app (header) about the GPU count and alerts, only when they changed."""
@@ -380,7 +415,7 @@ class MonitorTab(DashboardTab):
         self._set_kill_status(Text(outcome.message, style=style))
 
     def _set_kill_status(self, text: Text) -> None:
-        self.query_one("#kill-status", Static).update(text)
+        self.query_one("#kill-status", Static).update(text, layout=False)
 
     @property
     def kill_status(self) -> str:

@@ -52,7 +52,7 @@ def unavailable_tooltip(sample: DeviceSample) -> str | None:
 
 
 class GpuCard(Static):
-    """A bordered card for one GPU; `show` re-renders it only when the reading changed."""
+    """A bordered card of fixed size for one GPU; `show` repaints it only when its text changed."""
 
     DEFAULT_CSS = """
     GpuCard { width: 48; height: 6; border: round $primary; padding: 0 1; }
@@ -63,6 +63,7 @@ class GpuCard(Static):
         super().__init__(id=f"gpu-card-{index}")
         self.index = index
         self._last: DeviceSample | None = None
+        self._text: Text | None = None
 
     def show(self, sample: DeviceSample) -> None:
         """Display this sample (skipped when identical to the last one)."""
@@ -72,4 +73,7 @@ class GpuCard(Static):
             self.tooltip = unavailable_tooltip(sample)
         self._last = sample
         self.set_class(sample.lost, "-lost")
-        self.update(render_card(sample))
+        text = render_card(sample)
+        if text != self._text:  # readings that round to the same figures repaint nothing
+            self._text = text
+            self.update(text, layout=False)  # the card's size is fixed: no re-layout of the screen
