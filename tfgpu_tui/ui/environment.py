@@ -128,7 +128,7 @@ class EnvironmentTab(DashboardTab):
                 yield Static("", id="env-detail")
 
     def on_mount(self) -> None:
-        self.set_interval(0.1, self._tick)
+        self._spinner = self.set_interval(0.1, self._tick, pause=True)  # runs only while a check runs
 
     def on_show(self) -> None:
         """The first time the tab is shown, run the check (no TensorFlow child until someone looks)."""
@@ -149,6 +149,7 @@ class EnvironmentTab(DashboardTab):
         if self.report is not None:
             self.report.complete = False
         self._run_check(self.generation)
+        self._spinner.resume()
         self._show_status()
 
     @work(thread=True, group="env-check", exit_on_error=False)
@@ -177,6 +178,7 @@ class EnvironmentTab(DashboardTab):
         self._fill_table(message.report)
         self._show_status()
         if message.report.complete:
+            self._spinner.pause()
             self.post_message(AlertsChanged(self.TAB_ID, alerts_from_report(message.report)))
 
     # --- widgets ---------------------------------------------------------------------------------------

@@ -44,6 +44,9 @@ TONE_STYLE = {"": "", "strong": "bold", "good": "green", "bad": "bold red"}
 SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "green"}
 
 
+PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
+
+
 class RunSnapshot(Message):
     """The followed log's state, from the worker thread."""
 
@@ -132,6 +135,8 @@ class TrainingTab(DashboardTab):
         self.run: TrainingRun | None = None
         self.oversight: OversightState | None = None
         self._latest: RunSnapshot | None = None
+        self._plots_key: tuple = ()
+        self._plots_drawn_at = 0.0
         self.candidates: list[LogCandidate] = []
         self.demo: DemoTrainingLog | None = None
         self._table_key: tuple = ()
@@ -145,7 +150,7 @@ class TrainingTab(DashboardTab):
                 yield OptionList(id="training-pick-list")
             yield Static(id="training-status")
             yield Static(id="training-context")
-            yield ProgressBar(total=None, show_eta=False, id="training-steps")
+            yield ProgressBar(total=1, show_eta=False, id="training-steps")
         with Horizontal(id="training-plots"):
             yield EpochLossPlot(id="training-epoch-plot")
             yield StepLossPlot(id="training-step-plot")
@@ -254,19 +259,19 @@ class TrainingTab(DashboardTab):
     def on_show(self) -> None:
         message = self._latest
         if message is not None and message.path == self.path:
-            self._draw(message, self._problems(message))
+            self._draw(message, self._problems(message), force=True)
 
     @staticmethod
     def _problems(message: RunSnapshot) -> list[Problem]:
         idle = message.idle if message.state is FileState.OPEN else None
         return message.run.problem_list(idle, message.oversight.writer) + message.oversight.problems()
 
-    def _draw(self, message: RunSnapshot, problems: list[Problem]) -> None:
+    def _draw(self, message: RunSnapshot, problems: list[Problem], force: bool = False) -> None:
         run = message.run
         self._draw_status(message)
         self._draw_context(message.oversight)
         self._draw_progress(run)
-        self._draw_plots(run)
+        self._draw_plots(run, force)
         self._draw_table(run)
         self._draw_problems(problems)
         self._draw_lines(run)
@@ -344,10 +349,27 @@ class TrainingTab(DashboardTab):
     def _draw_progress(self, run: TrainingRun) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
         cur = run.current
-        bar.update(total=cur.total_steps, progress=cur.step or 0)
+        # An unknown total would make the bar animate (15 redraws a second): hide it instead.
+        bar.display = bool(cur.total_steps)
+        if cur.total_steps:
+            bar.update(total=cur.total_steps, progress=cur.step or 0)
 
-    def _draw_plots(self, run: TrainingRun) -> None:
-        self.query_one(EpochLossPlot).show(run.latest_fit_epochs())
+    def _draw_plots(self, run: TrainingRun, force: bool = False) -> None:
+        """Redraw the two plots when their data changed, at most every PLOT_REDRAW_SECONDS (plotext redraws
+        are the tab's main cost); `force` redraws now (the tab was just shown)."""
+        epochs = run.latest_fit_epochs()
+        key = (
+            len(epochs),
+            id(epochs[-1]) if epochs else None,
+            len(run.curve),
+            run.curve[-1:],
+            run.current.epoch,
+        )
+        now = time.monotonic()
+        if key == self._plots_key or (not force and now - self._plots_drawn_at < PLOT_REDRAW_SECONDS):
+            return
+        self._plots_key, self._plots_drawn_at = key, now
+        self.query_one(EpochLossPlot).show(epochs)
         self.query_one(StepLossPlot).show(run.curve, run.current.epoch)
 
     def _draw_table(self, run: TrainingRun) -> None:
