@@ -56,7 +56,7 @@ def test_row_cells_show_na_cpu_and_units() -> None:
     assert _cell(rows, 2, "memory") == "40.0 GiB"
     assert _cell(rows, 1, "sm") == "N/A"
     assert _cell(rows, 1, "time") == "N/A"
-    assert _cell(rows, 2, "time") == "2:00:00"
+    assert _cell(rows, 2, "time") == "2h 00m"
     assert _cell(rows, 3, "gpu") == "CPU"
     assert _cell(rows, 3, "tf") == "TF"
     assert rows[0].key == row_key(PROCESSES[0]) and rows[0].key != row_key(PROCESSES[1])
@@ -134,3 +134,6 @@ def test_host_line_has_cpu_memory_and_refresh_cost() -> None:
 def test_formatting_edges() -> None:
     assert mib_text(None) == "N/A" and mib_text(10239.0) == "10239 MiB" and mib_text(10240.0) == "10.0 GiB"
     assert duration_text(59) == "0:59" and duration_text(3 * 86400 + 4 * 3600) == "3d 04h"
+    # to the second under an hour, to the minute from an hour on
+    assert duration_text(3599.9) == "59:59" and duration_text(3600) == "1h 00m"
+    assert duration_text(3 * 3600 + 2 * 60 + 59) == "3h 02m" == duration_text(3 * 3600 + 2 * 60)

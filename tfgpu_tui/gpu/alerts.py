@@ -8,6 +8,7 @@ SM, running means per TensorFlow process), so windows longer than the history pl
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity
@@ -302,13 +303,17 @@ class AlertRules:
     def _unattributed(self, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         """GPU memory in use that no listed process accounts for (hidden holders)."""
         alerts = []
+        held: dict[int | None, float] = {}  # GPU -> MiB its processes hold; NaN when one is unknown
+        for row in processes:  # one pass, not one per GPU
+            mib = row.gpu_memory_mib
+            held[row.gpu_index] = held.get(row.gpu_index, 0.0) + (math.nan if mib is None else mib)
         for device in devices:
             if device.lost or device.memory_used_mib is None or not device.memory_total_mib:
                 continue
-            held = [r.gpu_memory_mib for r in processes if r.gpu_index == device.index]
-            if any(mib is None for mib in held):  # per-process memory unknown (WDDM, MIG): cannot tell
+            listed = held.get(device.index, 0.0)
+            if math.isnan(listed):  # per-process memory unknown (WDDM, MIG): cannot tell
                 continue
-            missing = device.memory_used_mib - sum(mib or 0.0 for mib in held)
+            missing = device.memory_used_mib - listed
             if missing >= max(UNATTRIBUTED_MIN_MIB, 0.1 * device.memory_total_mib):
                 alerts.append(
                     Alert(

@@ -146,6 +146,7 @@ class MonitorTab(DashboardTab):
         self._histories: list[GpuHistory] = []  # the latest collected, for catching up when the tab is shown
         self._histories_at = -math.inf  # the timestamp of the snapshot they came with
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
+        self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
 
     def compose(self) -> ComposeResult:
         yield Static("Starting the monitor…", id="host-line")
@@ -239,7 +240,7 @@ class MonitorTab(DashboardTab):
         its size is fixed. `histories` None leaves the plots as they are."""
         started = time.perf_counter()
         self._behind = False
-        self.query_one("#host-line", Static).update(render_host_line(snapshot, self.ui_ms), layout=False)
+        self._update_line("#host-line", render_host_line(snapshot, self.ui_ms))
         no_gpu = self.query_one("#no-gpu", Static)
         no_gpu.set_class(snapshot.error is not None, "-shown")
         if snapshot.error is not None:
@@ -291,7 +292,13 @@ class MonitorTab(DashboardTab):
         self.query_one(ProcessTable).show_rows(rows)
         what = "TensorFlow processes on the CPU" if snapshot.error is not None else "Processes"
         caption = f"{what} ({len(rows)}), sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
-        self.query_one("#process-caption", Static).update(caption, layout=False)
+        self._update_line("#process-caption", caption)
+
+    def _update_line(self, selector: str, content: str | Text) -> None:
+        """Update a one-line Static only when its content changed, without a re-layout (its size is fixed)."""
+        if self._lines.get(selector) != content:
+            self._lines[selector] = content
+            self.query_one(selector, Static).update(content, layout=False)
 
     def _post_header_updates(self, snapshot: Snapshot) -> None:
         """Tell the app (header) about the GPU count and alerts, only when they changed."""

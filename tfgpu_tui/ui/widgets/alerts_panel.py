@@ -44,6 +44,7 @@ class AlertsPanel(VerticalScroll, can_focus=False):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own parameter name
         super().__init__(id=id)
         self.alerts: list[Alert] = []
+        self._shown_size = (-1, -1)  # alerts and characters shown
 
     def compose(self) -> ComposeResult:
         yield Static(markup=False)
@@ -55,4 +56,9 @@ class AlertsPanel(VerticalScroll, can_focus=False):
         self.alerts = list(alerts)
         self.border_title = f"Alerts ({len(alerts)})"
         self.set_class(bool(alerts), "-shown")
-        self.query_one(Static).update(render_alerts(alerts))
+        text = render_alerts(alerts)
+        # A figure in a message that moves ("averaged 37 %" -> "38 %") leaves the text as long as it was, so
+        # it wraps to the same height: repaint without re-laying out the screen. Any other change re-lays out.
+        size = (len(alerts), len(text.plain))
+        same_size, self._shown_size = size == self._shown_size, size
+        self.query_one(Static).update(text, layout=not same_size)

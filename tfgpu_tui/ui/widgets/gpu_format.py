@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rich.text import Text
 
 NA = "N/A"
@@ -9,6 +11,8 @@ BAR_FULL = "█"
 BAR_EMPTY = "░"
 
 
+# The formatters are cached: a table of hundreds of processes formats the same few values every second.
+@lru_cache(maxsize=4096)
 def mib_text(mib: float | None) -> str:
     """Memory in MiB below 10 GiB, in GiB above: "512 MiB", "20.0 GiB"."""
     if mib is None:
@@ -18,6 +22,7 @@ def mib_text(mib: float | None) -> str:
     return f"{mib / 1024:.1f} GiB"
 
 
+@lru_cache(maxsize=4096)
 def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
     """A reading with its unit ("87 %", "65 °C"), or N/A."""
     if value is None:
@@ -26,17 +31,24 @@ def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
 
 
 def duration_text(seconds: float | None) -> str:
-    """Elapsed time the way `ps` shows it: "4:05", "1:02:03", "3d 04h"."""
+    """Elapsed time: "4:05" (minutes and seconds) under an hour, then to the minute - "1h 02m" - and to the
+    hour from a day on ("3d 04h"). Past an hour the seconds tell nothing, and a cell that changes every
+    second for every long-running process repaints the whole table each refresh."""
     if seconds is None:
         return NA
     total = max(0, int(seconds))
+    return _duration(total if total < 3600 else total - total % 60)
+
+
+@lru_cache(maxsize=4096)
+def _duration(total: int) -> str:
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
         return f"{days}d {hours:02d}h"
     if hours:
-        return f"{hours}:{minutes:02d}:{secs:02d}"
+        return f"{hours}h {minutes:02d}m"
     return f"{minutes}:{secs:02d}"
 
 
