@@ -19,6 +19,10 @@ async def test_tabs_switch_with_number_keys() -> None:
         assert tabs.active == "monitor"
         for key, tab_id in (("1", "environment"), ("3", "training"), ("4", "probe"), ("2", "monitor")):
             await pilot.press(key)
+            for _ in range(100):  # bounded wait: the switch and the refocus take a few frames under load
+                if tabs.active == tab_id and app.focused is not None:
+                    break
+                await pilot.pause(0.05)
             assert tabs.active == tab_id
 
 
