@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from textual.binding import Binding
 from textual.widgets import Input, Static, TabbedContent
 
 from tests.test_monitor_ui import CPU_JOB, KERNEL, select_pid, wait_for_table, wait_until
@@ -16,7 +15,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_CLASSES, TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
 from tfgpu_tui.ui.environment import EnvironmentTab
-from tfgpu_tui.ui.help_screen import HelpScreen, binding_rows
+from tfgpu_tui.ui.help_screen import HelpScreen, binding_rows, described_bindings
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.training import TrainingTab
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
@@ -24,17 +23,13 @@ from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 
 
-def _bindings(owner: type) -> list[Binding]:
-    return [item if isinstance(item, Binding) else Binding(*item) for item in owner.BINDINGS]
-
-
 @pytest.mark.parametrize("owner", [TfgpuApp, *TAB_CLASSES], ids=lambda owner: owner.__name__)
 def test_every_listed_binding_names_an_existing_action(owner: type) -> None:
     listed = binding_rows(list(owner.BINDINGS))
     assert listed, f"{owner.__name__} lists no keys"
-    for binding in _bindings(owner):
+    for binding in described_bindings(list(owner.BINDINGS)):
         action = binding.action.split("(")[0]
-        assert callable(getattr(owner, f"action_{action}", None)) or action in {"quit"}, binding
+        assert callable(getattr(owner, f"action_{action}", None)), binding
 
 
 async def test_help_screen_lists_every_tab_with_its_keys() -> None:
@@ -91,12 +86,10 @@ async def test_environment_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=15)
         await pilot.press("s")
         await wait_until(pilot, lambda: list(tmp_path.glob("*.md")))
-        ids = [finding.id for finding in tab.report.findings]
         linked = next(i for i, finding in enumerate(tab.report.findings) if finding.link_tab)
         tab.query_one("#env-findings").move_cursor(row=linked)
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.query_one(TabbedContent).active != "environment")
-        assert ids
 
 
 async def test_training_keys(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.header import StatusHeader
-from tfgpu_tui.ui.help_screen import HelpScreen
+from tfgpu_tui.ui.help_screen import HelpScreen, described_bindings
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -138,8 +138,6 @@ class TfgpuApp(App[None]):
 def tab_actions(tab: DashboardTab) -> list[tuple[str, str]]:
     """(action, description) for each described binding of a tab, without repeats."""
     seen: dict[str, str] = {}
-    for item in tab.BINDINGS:
-        binding = item if isinstance(item, Binding) else Binding(*item)
-        if binding.description and binding.action not in seen:
-            seen[binding.action] = binding.description
+    for binding in described_bindings(list(tab.BINDINGS)):
+        seen.setdefault(binding.action, binding.description)
     return list(seen.items())

@@ -11,17 +11,22 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+def described_bindings(bindings: list[BindingType]) -> list[Binding]:
+    """The bindings that have a description (those the help screen and the command palette offer),
+    as Binding objects, in declaration order."""
+    as_bindings = (item if isinstance(item, Binding) else Binding(*item) for item in bindings)
+    return [binding for binding in as_bindings if binding.description]
+
+
 def binding_rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
-    """(keys, description) for each binding, in declaration order; bindings without text are skipped."""
-    rows = []
-    for item in bindings:
-        binding = item if isinstance(item, Binding) else Binding(*item)
-        description = binding.description or binding.tooltip
-        if not description:
-            continue
-        keys = binding.key_display or ", ".join(_key_label(key) for key in binding.key.split(","))
-        rows.append((keys, description))
-    return rows
+    """(keys, description) for each described binding, in declaration order."""
+    return [
+        (
+            binding.key_display or ", ".join(_key_label(key) for key in binding.key.split(",")),
+            binding.description,
+        )
+        for binding in described_bindings(bindings)
+    ]
 
 
 def _key_label(key: str) -> str:
