@@ -1,6 +1,12 @@
-"""Shared test setup: no test reads the developer's own settings file."""
+"""Shared test setup: private settings per test; fakenvml fixtures for the real NVML path."""
 
 from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -9,3 +15,67 @@ import pytest
 def _private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
     monkeypatch.delenv("TFGPU_TUI_CONFIG", raising=False)
+
+
+FAKENVML_DIR = Path(
+    os.environ.get("TFGPU_FAKENVML_DIR", Path(__file__).resolve().parents[2] / "shared" / "fakenvml")
+)
+NO_DRIVER = "error init=LIBRARY_NOT_FOUND\n"
+
+
+@pytest.fixture(scope="session")
+def fakenvml_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build fakenvml into a temporary directory (for child processes: put it on LD_LIBRARY_PATH)."""
+    if not (FAKENVML_DIR / "build.sh").exists():
+        pytest.skip(f"fakenvml not found at {FAKENVML_DIR} (set TFGPU_FAKENVML_DIR)")
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build fakenvml")
+    out = tmp_path_factory.mktemp("fakenvml")
+    subprocess.run(["sh", str(FAKENVML_DIR / "build.sh"), str(out)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def fakenvml(fakenvml_lib_dir: Path) -> Path:
+    """fakenvml loaded into this test process before pynvml looks for libnvidia-ml.so.1."""
+    import pynvml
+
+    if pynvml.nvmlLib is not None:
+        pytest.skip("a real libnvidia-ml is already loaded in this process")
+    out = fakenvml_lib_dir
+    ctypes.CDLL(str(out / "libnvidia-ml.so.1"))
+    no_driver = out / "no_driver.txt"
+    no_driver.write_text(NO_DRIVER)
+    os.environ["FAKE_NVML_SCENARIO"] = str(no_driver)
+    return out
+
+
+@pytest.fixture
+def scenario(fakenvml: Path, tmp_path: Path):
+    """Write a scenario (text) and point fakenvml at it; afterwards later tests see 'no driver' again."""
+    path = tmp_path / "scenario.txt"
+
+    def write(text: str) -> Path:
+        path.write_text(text)
+        os.environ["FAKE_NVML_SCENARIO"] = str(path)
+        return path
+
+    yield write
+    os.environ["FAKE_NVML_SCENARIO"] = str(fakenvml / "no_driver.txt")
+
+
+@pytest.fixture
+def sleepers():
+    """Real processes for scenarios to hold GPU memory."""
+    started: list[subprocess.Popen] = []
+
+    def spawn(count: int) -> list[subprocess.Popen]:
+        new = [subprocess.Popen(["sleep", "60"]) for _ in range(count)]
+        started.extend(new)
+        return new
+
+    yield spawn
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait()

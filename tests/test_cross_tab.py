@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from monitor_helpers import CPU_JOB, FAST, select_pid, shown_pids, wait_for_table
 from textual.widgets import TabbedContent
+from waiting import wait_until
 
-from tests.test_monitor_ui import CPU_JOB, FAST, select_pid, shown_pids, wait_for_table, wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab

@@ -6,70 +6,9 @@ next NVML reading. Skipped where ../shared/fakenvml or gcc is missing.
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
-
-FAKENVML_DIR = Path(
-    os.environ.get("TFGPU_FAKENVML_DIR", Path(__file__).resolve().parents[2] / "shared" / "fakenvml")
-)
-NO_DRIVER = "error init=LIBRARY_NOT_FOUND\n"
-
-
-@pytest.fixture(scope="session")
-def fakenvml(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build fakenvml into a temporary directory and load it before pynvml looks for libnvidia-ml.so.1."""
-    if not (FAKENVML_DIR / "build.sh").exists():
-        pytest.skip(f"fakenvml not found at {FAKENVML_DIR} (set TFGPU_FAKENVML_DIR)")
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is needed to build fakenvml")
-    import pynvml
-
-    if pynvml.nvmlLib is not None:
-        pytest.skip("a real libnvidia-ml is already loaded in this process")
-    out = tmp_path_factory.mktemp("fakenvml")
-    subprocess.run(["sh", str(FAKENVML_DIR / "build.sh"), str(out)], check=True, capture_output=True)
-    ctypes.CDLL(str(out / "libnvidia-ml.so.1"))
-    no_driver = out / "no_driver.txt"
-    no_driver.write_text(NO_DRIVER)
-    os.environ["FAKE_NVML_SCENARIO"] = str(no_driver)
-    return out
-
-
-@pytest.fixture
-def scenario(fakenvml: Path, tmp_path: Path):
-    """Write a scenario (text) and point fakenvml at it; afterwards later tests see 'no driver' again."""
-    path = tmp_path / "scenario.txt"
-
-    def write(text: str) -> Path:
-        path.write_text(text)
-        os.environ["FAKE_NVML_SCENARIO"] = str(path)
-        return path
-
-    yield write
-    os.environ["FAKE_NVML_SCENARIO"] = str(fakenvml / "no_driver.txt")
-
-
-@pytest.fixture
-def sleepers():
-    """Real processes for scenarios to hold GPU memory."""
-    started: list[subprocess.Popen] = []
-
-    def spawn(count: int) -> list[subprocess.Popen]:
-        new = [subprocess.Popen(["sleep", "60"]) for _ in range(count)]
-        started.extend(new)
-        return new
-
-    yield spawn
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
 
 
 def make_sampler(**settings: object):

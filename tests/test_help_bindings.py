@@ -6,10 +6,11 @@ import io
 from pathlib import Path
 
 import pytest
+from monitor_helpers import CPU_JOB, KERNEL, select_pid, wait_for_table
 from rich.console import Console
 from textual.widgets import Input, Static, TabbedContent
+from waiting import wait_until
 
-from tests.test_monitor_ui import CPU_JOB, KERNEL, select_pid, wait_for_table, wait_until
 from tfgpu_tui.probe import runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_CLASSES, TfgpuApp

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from monitor_helpers import (
+    CPU_JOB,
+    FAST,
+    KERNEL,
+    OTHER_USER,
+    TRAINING,
+    select_pid,
+    shown_pids,
+    wait_for_table,
+)
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Button
+from waiting import wait_until
 
 from tfgpu_tui.gpu.model import NvmlUnavailable
 from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -20,36 +29,6 @@ from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
-
-FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
-TRAINING, KERNEL, OTHER_USER, CPU_JOB = 41873, 39012, 40555, 42210  # PIDs of the demo scene
-
-
-async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 5.0) -> None:
-    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached in time")
-
-
-async def wait_for_table(pilot: Pilot, rows: int = 4) -> None:
-    """Wait for the first snapshot's rows and for the app to give the process table focus (keys go there)."""
-    app = pilot.app
-    await wait_until(pilot, lambda: len(shown_pids(app)) == rows and isinstance(app.focused, ProcessTable))
-
-
-def shown_pids(app: App) -> list[int]:
-    return [row.process.pid for row in app.query_one(ProcessTable).rows_shown]
-
-
-async def select_pid(pilot: Pilot, pid: int) -> None:
-    table = pilot.app.query_one(ProcessTable)
-    table.focus()
-    table.move_cursor(row=shown_pids(pilot.app).index(pid))
-    await pilot.pause()
-    assert table.selected is not None and table.selected.process.pid == pid
 
 
 class MonitorOnly(App[None]):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static, TabbedContent
+from waiting import wait_until
 
 from tfgpu_tui.gpu.model import DeviceInfo
 from tfgpu_tui.probe import precision, runner
@@ -23,14 +23,6 @@ FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 def fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "WORKER_SCRIPT", FAKE_WORKER)
     monkeypatch.setenv("FAKE_PROBE_MODE", "linear")
-
-
-async def wait_until(pilot, condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        status = pilot.app.query_one("#probe-status", Static).render()
-        assert time.monotonic() < deadline, f"timed out waiting for the tab; status: {status}"
-        await pilot.pause(0.05)
 
 
 def text_of(app: TfgpuApp, selector: str) -> str:
@@ -52,7 +44,7 @@ async def test_probe_runs_and_shows_trials_plot_and_summary() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
-        await wait_until(pilot, lambda: tab.result is not None)
+        await wait_until(pilot, lambda: tab.result is not None, timeout=10)
         table = app.query_one("#probe-trials", DataTable)
         assert table.row_count == len(tab.result.trials) >= 3
         summary = text_of(app, "#probe-summary")
@@ -72,7 +64,7 @@ async def test_default_budget_is_filled_in_and_said() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "")
-        await wait_until(pilot, lambda: tab.result is not None)
+        await wait_until(pilot, lambda: tab.result is not None, timeout=10)
         assert "MB (available host memory (CPU))" in text_of(app, "#probe-status")
         assert tab.result.request.budget_mb > 0 and tab.result.max_batch == 8192
 
@@ -106,14 +98,14 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
-        await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1)
+        await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1, timeout=10)
         assert app.query_one("#probe-cancel", Button).disabled is False
         assert app.query_one("#probe-start", Button).disabled is True
         app.query_one("#probe-trials", DataTable).focus()
         await pilot.press("1")  # the app still answers keys while a trial runs
         assert app.query_one(TabbedContent).active == "environment"
         tab.action_cancel()
-        await wait_until(pilot, lambda: not tab.running, seconds=5)
+        await wait_until(pilot, lambda: not tab.running, timeout=5)
         assert "Cancelled" in text_of(app, "#probe-status")
         assert app.query_one("#probe-trials", DataTable).row_count == 0
         assert app.query_one("#probe-start", Button).disabled is False
@@ -127,7 +119,7 @@ async def test_tensorflow_missing_shows_an_error_and_a_header_alert(tmp_path: Pa
     app = TfgpuApp(Settings(demo=True, python=str(python)), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
-        await wait_until(pilot, lambda: tab.result is not None)
+        await wait_until(pilot, lambda: tab.result is not None, timeout=10)
         assert "TensorFlow is missing" in text_of(app, "#probe-summary")
         assert "error" in text_of(app, "#probe-status")
         alerts = [alert for alert in app.all_alerts if alert.kind == "probe_error"]
@@ -140,7 +132,7 @@ async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPat
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         select = app.query_one("#probe-device", Select)
-        await wait_until(pilot, lambda: select.value == "GPU:0")
+        await wait_until(pilot, lambda: select.value == "GPU:0", timeout=10)
         assert [str(prompt) for prompt, _ in select._options] == ["GPU:0", "GPU:1", "CPU"]
 
 
@@ -151,13 +143,13 @@ async def test_tab_compares_precisions_and_warns_on_an_old_gpu(monkeypatch: pyte
     async with app.run_test(size=(180, 50)) as pilot:
         tab = app.query_one(BatchProbeTab)
         select = app.query_one("#probe-device", Select)
-        await wait_until(pilot, lambda: select.value == "GPU:0")
+        await wait_until(pilot, lambda: select.value == "GPU:0", timeout=10)
         app.query_one("#probe-budget", Input).value = "100"
         app.query_one("#probe-compare", Checkbox).value = True
         await pilot.pause()
         app.query_one("#probe-start").focus()
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: tab.result is not None)
+        await wait_until(pilot, lambda: tab.result is not None, timeout=10)
         assert tab.comparison is not None and tab.comparison.mixed is not None
         assert app.query_one("#probe-comparison", Static).display
         side = text_of(app, "#probe-comparison")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from training_children import SLEEPER, started_children
+from waiting import wait_for
 
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
@@ -31,14 +32,6 @@ def children():
     yield from started_children()
 
 
-def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
-
-
 def test_tensorflow_logs_lists_file_writers_the_detector_accepts(tmp_path: Path, children) -> None:
     log = tmp_path / "train.log"
     with log.open("w") as handle:
@@ -56,10 +49,10 @@ def test_exit_status_of_our_child_is_read_without_reaping_it(tmp_path: Path) -> 
     code = "import time, sys; print('x', flush=True); time.sleep(0.3); sys.exit(3)"
     with log.open("w") as handle:
         child = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=handle)
-    wait_until(lambda: log.stat().st_size > 0)
+    wait_for(lambda: log.stat().st_size > 0)
     writer = find_log_writer(log)
     assert writer is not None and writer.alive and writer.cwd == Path.cwd()
-    wait_until(lambda: not refresh_writer(writer).alive)
+    wait_for(lambda: not refresh_writer(writer).alive)
     gone = refresh_writer(writer)
     assert gone.exit_status == 3 and gone.state == "exited with status 3"
     assert child.wait(timeout=5) == 3  # still reapable by its owner
@@ -169,10 +162,10 @@ def test_demo_log_advances_epochs_and_is_cleaned_up() -> None:
             watch.poll()
             return len(watch.run.epochs) >= 3
 
-        wait_until(three_epochs)
+        wait_for(three_epochs)
         assert watch.run.epochs[0].metrics["loss"] > watch.run.epochs[2].metrics["loss"]
         assert "SIMULATED" in demo.path.read_text(encoding="utf-8").splitlines()[0]
-        wait_until(lambda: (demo.checkpoints / "epoch-003.keras").exists())
+        wait_for(lambda: (demo.checkpoints / "epoch-003.keras").exists())
         watch.close()
     finally:
         demo.stop()
@@ -185,7 +178,7 @@ def test_a_real_tensorflow_job_is_offered_with_its_log(tmp_path: Path, children)
     code = "import time, tensorflow; print('imported', flush=True); time.sleep(60)"
     with log.open("w") as handle:
         children.append(subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=handle))
-    wait_until(lambda: "imported" in log.read_text(errors="replace"), timeout=120)
+    wait_for(lambda: "imported" in log.read_text(errors="replace"), timeout=120)
     found = {candidate.pid: candidate.path for candidate in tensorflow_logs()}
     assert found.get(children[0].pid) == log
 
@@ -203,7 +196,7 @@ def test_a_new_run_appending_to_the_log_becomes_the_writer(tmp_path: Path, child
     assert oversight.update(watch).writer.alive is False
     with log.open("a") as handle:
         children.append(subprocess.Popen(SLEEPER, stdout=handle, stderr=handle))
-    wait_until(lambda: (watch.poll(), "started" in log.read_text())[1])
+    wait_for(lambda: (watch.poll(), "started" in log.read_text())[1])
     watch.poll()
     now[0] = 200.0
     state = oversight.update(watch)

@@ -1,0 +1,30 @@
+"""Shared pieces of the Monitor tab's pilot tests: the demo scene's PIDs and table helpers."""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.pilot import Pilot
+from waiting import wait_until
+
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
+TRAINING, KERNEL, OTHER_USER, CPU_JOB = 41873, 39012, 40555, 42210  # PIDs of the demo scene
+
+
+async def wait_for_table(pilot: Pilot, rows: int = 4) -> None:
+    """Wait for the first snapshot's rows and for the app to give the process table focus (keys go there)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: len(shown_pids(app)) == rows and isinstance(app.focused, ProcessTable))
+
+
+def shown_pids(app: App) -> list[int]:
+    return [row.process.pid for row in app.query_one(ProcessTable).rows_shown]
+
+
+async def select_pid(pilot: Pilot, pid: int) -> None:
+    table = pilot.app.query_one(ProcessTable)
+    table.focus()
+    table.move_cursor(row=shown_pids(pilot.app).index(pid))
+    await pilot.pause()
+    assert table.selected is not None and table.selected.process.pid == pid
