@@ -106,6 +106,12 @@ class OneProcessSource:
     simulated = False
     host = None
 
+    def device_info(self) -> list:
+        return []
+
+    def past_samples(self, seconds: float, step: float) -> tuple:
+        return ()
+
     def __init__(self, process: subprocess.Popen, mib: float, sticky: bool = False) -> None:
         self.process, self.mib, self.sticky = process, mib, sticky
 

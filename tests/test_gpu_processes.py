@@ -109,6 +109,12 @@ class _NoGpu:
     simulated = False
     host = None
 
+    def device_info(self) -> list:
+        return []
+
+    def past_samples(self, seconds: float, step: float) -> tuple:
+        return ()
+
     def read(self):
         from tfgpu_tui.gpu.source import GpuReading
 

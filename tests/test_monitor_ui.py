@@ -215,6 +215,13 @@ class NoDriverSource:
     """A GPU source that finds no NVIDIA driver, as on a machine without one."""
 
     simulated = False
+    host = None
+
+    def device_info(self) -> list:
+        return []
+
+    def past_samples(self, seconds: float, step: float) -> tuple:
+        return ()
 
     def read(self) -> GpuReading:
         return GpuReading(

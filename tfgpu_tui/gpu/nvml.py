@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, NvmlUnavailable
-from tfgpu_tui.gpu.source import GpuProcess, GpuReading
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample
 
 MIB = 2**20
 RETRY_INIT_SECONDS = 30.0
@@ -266,6 +266,10 @@ class NvmlSource:
     def device_info(self) -> list[DeviceInfo]:
         """Static facts of every GPU that answered at start-up."""
         return [d.info for d in self._devices if d.info is not None]
+
+    def past_samples(self, seconds: float, step: float) -> tuple[PastSample, ...]:
+        """A real source has no recorded past."""
+        return ()
 
     def read(self) -> GpuReading:
         """One reading of every GPU and its processes; an error instead when NVML is unavailable."""

@@ -50,7 +50,7 @@ class Sampler:
 
                 source = NvmlSource()
         if host is None:
-            host = getattr(source, "host", None)
+            host = source.host
         if host is None:
             from tfgpu_tui.gpu.processes import HostInspector
 
@@ -58,7 +58,7 @@ class Sampler:
         self.settings = settings
         self.source = source
         self.host = host
-        self.simulated: bool = bool(getattr(source, "simulated", False))
+        self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
         self.last: Snapshot | None = None
@@ -69,15 +69,12 @@ class Sampler:
     def _replay_past(self) -> None:
         """Feed a source's recorded past (the demo's) to the history and the alert rules, so plots start full
         and windowed alerts (input starvation) show from the first frame. Real sources have no past."""
-        past = getattr(self.source, "past_samples", None)
-        if past is None:
-            return
         # every 2 s (the plots cannot show finer at this width; half the start-up cost of 1 s), one point
         # short of the plot window so no replayed point falls off the plot's left edge
         step = max(self.settings.interval, 2.0)
         now = time.time()
         with contextlib.suppress(Exception):
-            for ago, reading, rows in past(self.history.window_seconds - step, step):
+            for ago, reading, rows in self.source.past_samples(self.history.window_seconds - step, step):
                 self.history.add(now - ago, reading.devices)
                 self.rules.evaluate(now - ago, reading.devices, rows)
 
@@ -146,8 +143,7 @@ class Sampler:
     def _persistence_alerts(self) -> list[Alert]:
         """An INFO alert when persistence mode is off (every NVML call is slower); computed once."""
         if self._static_alerts is None:
-            info = getattr(self.source, "device_info", None)
-            off = [d.index for d in (info() if info else []) if d.persistence_mode is False]
+            off = [d.index for d in self.source.device_info() if d.persistence_mode is False]
             self._static_alerts = []
             if off:
                 gpus = ", ".join(str(i) for i in off)

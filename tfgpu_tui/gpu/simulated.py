@@ -19,9 +19,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 
-from tfgpu_tui.gpu.model import DeviceSample, DriverInfo, HostState, HostStats, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.model import (
+    DeviceInfo,
+    DeviceSample,
+    DriverInfo,
+    HostState,
+    HostStats,
+    JupyterKernel,
+    ProcessRow,
+)
 from tfgpu_tui.gpu.processes import host_stats
-from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample, SignalOutcome
 
 BASE_USED_MIB = 420.0
 RUNTIME_DIR = "~/.local/share/jupyter/runtime"
@@ -241,9 +249,11 @@ class SimulatedSource:
     def close(self) -> None:
         """Nothing to release."""
 
-    def past_samples(
-        self, seconds: float, step: float
-    ) -> Iterator[tuple[float, GpuReading, list[ProcessRow]]]:
+    def device_info(self) -> list[DeviceInfo]:
+        """None: the simulation has no static device facts (so no persistence-mode alert)."""
+        return []
+
+    def past_samples(self, seconds: float, step: float) -> Iterator[PastSample]:
         """(seconds ago, reading, process rows) every ``step`` s over the last ``seconds``, oldest first; the
         demo scene only (the benchmark scenes start empty, like a real source)."""
         if not self._replays or step <= 0:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tfgpu_tui.gpu.model import DeviceSample, DriverInfo, HostStats, NvmlUnavailable, ProcessRow
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, HostStats, NvmlUnavailable, ProcessRow
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,35 @@ class ProcessHost(Protocol):
     def close(self) -> None: ...
 
 
+# (seconds ago, reading, process rows): one point of a source's recorded past
+PastSample = tuple[float, GpuReading, list[ProcessRow]]
+
+
 class GpuSource(Protocol):
-    """Something that reads GPUs: NVML or the simulation."""
+    """Something that reads GPUs: NVML or the simulation. Everything the Sampler uses is declared here."""
 
-    simulated: bool
+    @property
+    def simulated(self) -> bool:
+        """True for the simulation (its snapshots are labelled SIMULATED)."""
+        ...
 
-    def read(self) -> GpuReading: ...
+    @property
+    def host(self) -> ProcessHost | None:
+        """The source's own process host (the simulation's), or None for the real host's HostInspector."""
+        ...
 
-    def close(self) -> None: ...
+    def read(self) -> GpuReading:
+        """One reading of every GPU and its processes (an error instead when there are none)."""
+        ...
+
+    def device_info(self) -> list[DeviceInfo]:
+        """Static facts of every GPU (persistence mode...); empty when the source has none."""
+        ...
+
+    def past_samples(self, seconds: float, step: float) -> Iterable[PastSample]:
+        """The recorded past, every ``step`` s over the last ``seconds``, oldest first (real ones: none)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds."""
+        ...
