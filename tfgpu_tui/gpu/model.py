@@ -40,6 +40,7 @@ class DeviceInfo:
     power_limit_w: float | None
     compute_capability: tuple[int, int] | None
     persistence_mode: bool | None
+    pci_bus_id: str | None = None  # e.g. 00000000:01:00.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,13 @@ class DeviceSample:
     performance_state: int | None
     lost: bool = False
     unavailable: dict[str, str] = field(default_factory=dict)
+    # read where the source has them (NVML); the last four only by an extended source (the exporter's)
+    memory_util_percent: float | None = None  # memory controller busy %
+    memory_free_mib: float | None = None
+    mem_clock_mhz: float | None = None
+    energy_mj: float | None = None  # total since the driver loaded
+    pcie_tx_kbs: float | None = None  # KB/s over NVML's 20 ms window
+    pcie_rx_kbs: float | None = None
 
     @property
     def memory_percent(self) -> float | None:

@@ -121,8 +121,10 @@ class NvmlSource:
         nvml: ModuleType | None = None,
         clock: Callable[[], float] = time.monotonic,
         retry_seconds: float = RETRY_INIT_SECONDS,
+        extended: bool = False,
     ) -> None:
         self._nvml = nvml
+        self._extended = extended  # also read memory clock, energy and PCIe throughput (the exporter's)
         self._clock = clock
         self._retry_seconds = retry_seconds
         self._started = False
@@ -226,6 +228,7 @@ class NvmlSource:
             persistence = self._query(
                 device, "persistence_mode", lambda: nvml.nvmlDeviceGetPersistenceMode(handle)
             )
+            pci = self._query(device, "pci_info", lambda: nvml.nvmlDeviceGetPciInfo(handle))
         except _Lost:
             device.lost = True
             return device
@@ -237,6 +240,7 @@ class NvmlSource:
             limit / 1000 if limit is not None else None,
             tuple(cc) if cc is not None else None,  # type: ignore[arg-type]
             bool(persistence) if persistence is not None else None,
+            _text(pci.busId) if pci is not None else None,
         )
         return device
 
@@ -316,6 +320,7 @@ class NvmlSource:
             clock = query("sm_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, 1))  # NVML_CLOCK_SM
             pstate = query("performance_state", lambda: nvml.nvmlDeviceGetPerformanceState(handle))
             processes = self._processes(device, transient)
+            extra = self._extended_readings(device, query) if self._extended else {}
         except _Lost:
             device.lost = True
             return self._empty_sample(device), []
@@ -335,8 +340,27 @@ class NvmlSource:
             sm_clock_mhz=float(clock) if clock is not None else None,
             performance_state=int(pstate) if pstate is not None else None,
             unavailable={**device.unsupported, **transient},
+            memory_util_percent=float(util.memory) if util is not None else None,
+            memory_free_mib=memory.free / MIB if memory is not None else None,
+            **extra,
         )
         return sample, processes
+
+    def _extended_readings(self, device: _Device, query: Callable[[str, Callable[[], Any]], Any]) -> dict:
+        """Memory clock, total energy and PCIe throughput (four more calls per GPU), as DeviceSample fields."""
+        nvml = self._nvml
+        assert nvml is not None
+        handle = device.handle
+        mem_clock = query("mem_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, 2))  # NVML_CLOCK_MEM
+        energy = query("energy", lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
+        tx = query("pcie_tx", lambda: nvml.nvmlDeviceGetPcieThroughput(handle, 0))  # NVML_PCIE_UTIL_TX_BYTES
+        rx = query("pcie_rx", lambda: nvml.nvmlDeviceGetPcieThroughput(handle, 1))
+        return {
+            "mem_clock_mhz": float(mem_clock) if mem_clock is not None else None,
+            "energy_mj": float(energy) if energy is not None else None,
+            "pcie_tx_kbs": float(tx) if tx is not None else None,
+            "pcie_rx_kbs": float(rx) if rx is not None else None,
+        }
 
     def _list_processes(self, device: _Device, kind: str, transient: dict[str, str]) -> list[Any]:
         """One process list, falling back to an older struct version on FunctionNotFound."""
