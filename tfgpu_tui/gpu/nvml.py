@@ -347,7 +347,7 @@ class NvmlSource:
         return sample, processes
 
     def _extended_readings(self, device: _Device, query: Callable[[str, Callable[[], Any]], Any]) -> dict:
-        """Memory clock, total energy and PCIe throughput (four more calls per GPU), as DeviceSample fields."""
+        """Memory clock, total energy and PCIe throughput (four more calls per GPU) as DeviceSample fields."""
         nvml = self._nvml
         assert nvml is not None
         handle = device.handle
