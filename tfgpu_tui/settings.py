@@ -1,13 +1,54 @@
 """Settings shared by the app and the subcommands: one typed object, filled from defaults,
-the config file and the command line (in that order of precedence, lowest first)."""
+the config file and the command line (in that order of precedence, lowest first).
+
+Every number a user can set has a `Range`; the settings file and the command line check values against it,
+so a value such as `interval = 1e10` becomes a warning and the default, never an overflow later on.
+"""
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
+@dataclass(frozen=True)
+class Range:
+    """Closed interval [low, high] of finite numbers; `low_open` excludes `low` itself."""
+
+    low: float
+    high: float
+    low_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        """Whether `value` is finite and inside the interval."""
+        if not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high
+
+    def describe(self) -> str:
+        """e.g. "between 0.25 and 3600", "more than 0 and at most 100"."""
+        if self.low_open:
+            return f"more than {self.low:g} and at most {self.high:g}"
+        return f"between {self.low:g} and {self.high:g}"
+
+
 MIN_INTERVAL_SECONDS = 0.25
+INTERVAL = Range(MIN_INTERVAL_SECONDS, 3600.0)
+TIMEOUT_SECONDS = Range(1.0, 86400.0)
+GRACE_SECONDS = Range(0.0, 600.0)
+PERCENT = Range(0.0, 100.0, low_open=True)
+MINUTES = Range(0.0, 7 * 24 * 60.0, low_open=True)
+CPU_PERCENT = Range(0.0, 100.0 * 1024, low_open=True)  # of one core; up to 1024 cores
+BUDGET_MB = Range(0.0, 16.0 * 1024 * 1024, low_open=True)  # up to 16 TiB
+EPOCHS = Range(1, 1_000_000)
+# Settings renamed (old key -> new key); the old names are still read, with a deprecation warning.
+RENAMED_KEYS = {
+    "probe_timeout_seconds": "env_check_timeout_seconds",
+    "probe_budget_mb": "batch_budget_mb",
+}
 
 
 @dataclass
@@ -19,6 +60,11 @@ class Settings:
     readonly: bool = False
     demo: bool = False
     python: str = sys.executable
+    # Least privilege (what a web session gets by default; see access.py and docs/security.md)
+    least_privilege: bool = False
+    allow_kill: bool = False  # with least_privilege: signals allowed after all
+    allow_code: bool = False  # with least_privilege: module:function models and model files allowed
+    log_root: Path | None = None  # logs only under this directory (least privilege: the log's directory)
     # Monitor tab
     kill_grace_seconds: float = 5.0
     fallback_seconds: float = 60.0
@@ -35,12 +81,21 @@ class Settings:
     checkpoint_max_epochs: int = 5
     checkpoint_max_minutes: float = 30.0
     # Environment tab
-    probe_timeout_seconds: float = 120.0
+    env_check_timeout_seconds: float = 120.0
     # Batch probe tab
-    probe_budget_mb: int | None = None
+    batch_budget_mb: int | None = None
     # Settings file: one line per problem found in it (the app shows them as notifications)
     config_warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.interval < MIN_INTERVAL_SECONDS:
-            raise ValueError(f"interval must be at least {MIN_INTERVAL_SECONDS} s, got {self.interval}")
+        if not INTERVAL.contains(self.interval):
+            raise ValueError(f"interval must be {INTERVAL.describe()} s, got {self.interval}")
+
+    # Old names of two settings (issue 16: "probe" named two different things), kept for callers not yet renamed.
+    @property
+    def probe_timeout_seconds(self) -> float:
+        return self.env_check_timeout_seconds
+
+    @property
+    def probe_budget_mb(self) -> int | None:
+        return self.batch_budget_mb

@@ -141,7 +141,7 @@ class BatchProbeTab(DashboardTab):
         self.compare_run = False
 
     def compose(self) -> ComposeResult:
-        budget = "" if self.settings.probe_budget_mb is None else str(self.settings.probe_budget_mb)
+        budget = "" if self.settings.batch_budget_mb is None else str(self.settings.batch_budget_mb)
         with Horizontal(id="probe-form"):
             with Vertical(classes="field"):
                 yield Label("Model")

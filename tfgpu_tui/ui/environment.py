@@ -163,7 +163,7 @@ class EnvironmentTab(DashboardTab):
             if generation != self.generation:
                 return  # re-run or closed meanwhile
             if not self.settings.demo:
-                probe = self.probe(self.settings.python, self.settings.probe_timeout_seconds)
+                probe = self.probe(self.settings.python, self.settings.env_check_timeout_seconds)
             self.post_message(EnvReportReady(full_report(facts, probe), generation))
         except Exception as error:  # noqa: BLE001 - a bug must show, not freeze the spinner
             failed = Finding(
