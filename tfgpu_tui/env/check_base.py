@@ -1,5 +1,5 @@
 """What every environment check shares: the Verdict it returns, the registry, and helpers over the facts
-and the probe's output (TF version, build info, install commands)."""
+and the parsed probe result (TF version, CUDA build, install commands)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfgpu_tui.env import compat
-from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
+from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.probe_data import ProbeResult
 
 
 @dataclass(frozen=True)
@@ -25,34 +25,53 @@ class Verdict:
     link_tab: str | None = None
 
 
+CheckFunction = Callable[[EnvFacts, ProbeResult | None], Verdict]
+
+
 @dataclass(frozen=True)
 class Check:
-    """A registered check: its stable id, title, whether it needs the probe, and its function."""
+    """A registered check: its stable id, title, place in the report, whether it needs the probe, function."""
 
     id: str
     title: str
     needs_probe: bool
-    run: Callable[[EnvFacts, ProbeRun | None], Verdict]
+    run: CheckFunction
     needs_tensorflow: bool = False  # skipped (by evaluate) when the probe could not inspect TensorFlow
+    order: int = 0  # place in the report, lowest first
 
 
-CHECKS: list[Check] = []  # every registered check; checks.CHECKS puts them in report order
+REGISTRY: dict[str, Check] = {}  # every registered check by id; checks.CHECKS puts them in report order
 
 
-def check(check_id: str, title: str, needs_probe: bool = False, needs_tensorflow: bool = False) -> Callable:
-    """Register a check function under a stable id (its place in the report is set in checks.py).
+def check(
+    check_id: str, title: str, order: int, needs_probe: bool = False, needs_tensorflow: bool = False
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check function under a stable id, at place `order` in the report (lowest first).
 
     Args:
         needs_probe: pending until the TensorFlow probe has answered.
         needs_tensorflow: also skipped when the probe could not inspect TensorFlow (implies needs_probe).
+
+    Raises:
+        ValueError: the id or the order is already taken by another check.
     """
 
-    def register(function: Callable[[EnvFacts, ProbeRun | None], Verdict]) -> Callable:
+    def register(function: CheckFunction) -> CheckFunction:
+        for other in REGISTRY.values():
+            if other.id == check_id or other.order == order:
+                raise ValueError(
+                    f"check {check_id!r} (order {order}) clashes with {other.id!r} ({other.order})"
+                )
         needs = needs_probe or needs_tensorflow
-        CHECKS.append(Check(check_id, title, needs, function, needs_tensorflow))
+        REGISTRY[check_id] = Check(check_id, title, needs, function, needs_tensorflow, order)
         return function
 
     return register
+
+
+def report_order() -> list[Check]:
+    """Every registered check, in report order."""
+    return sorted(REGISTRY.values(), key=lambda item: item.order)
 
 
 def target_python(facts: EnvFacts) -> str:
@@ -63,48 +82,38 @@ def pip_command(facts: EnvFacts, args: str) -> str:
     return f"{target_python(facts)} -m pip {args}"
 
 
-def tensorflow_version(facts: EnvFacts, probe: ProbeRun | None) -> str | None:
-    if probe is not None and (probe.data.get("tensorflow") or {}).get("version"):
-        return probe.data["tensorflow"]["version"]
+def tensorflow_version(facts: EnvFacts, probe: ProbeResult | None) -> str | None:
+    """TensorFlow's version from the probe, else from the installed distribution."""
+    if probe is not None and probe.data.tensorflow is not None and probe.data.tensorflow.version:
+        return probe.data.tensorflow.version
     distributions = facts.interpreter.tensorflow_distributions
     return next(iter(distributions.values()), None)
 
 
-def build_info(probe: ProbeRun | None) -> dict:
-    return (probe.data.get("build_info") or {}) if probe is not None else {}
-
-
-def is_cuda_build(facts: EnvFacts, probe: ProbeRun | None) -> bool | None:
+def is_cuda_build(facts: EnvFacts, probe: ProbeResult | None) -> bool | None:
     """True/False from TF's build info; before the probe, guessed from the installed distribution names."""
-    build = build_info(probe)
-    if "is_cuda_build" in build:
-        return bool(build["is_cuda_build"])
-    if probe is not None and probe.data.get("built_with_cuda") is not None:
-        return bool(probe.data["built_with_cuda"])
+    if probe is not None and probe.data.cuda_build is not None:
+        return probe.data.cuda_build
     distributions = facts.interpreter.tensorflow_distributions
     if not distributions:
         return None
     return not all(name.endswith("-cpu") for name in distributions)
 
 
-def tf_cuda(facts: EnvFacts, probe: ProbeRun | None) -> str | None:
+def tf_cuda(facts: EnvFacts, probe: ProbeResult | None) -> str | None:
     """TF's CUDA version: from build_info, else the tested build for its version."""
-    build = build_info(probe)
-    value = build.get("cuda_version") or build.get("cuda_version_number")
-    if value:
-        return str(value)
+    if probe is not None and probe.data.build.cuda_version:
+        return probe.data.build.cuda_version
     row = compat.build_row_for(tensorflow_version(facts, probe))
     return row.cuda if row else None
 
 
-def tf_cudnn(facts: EnvFacts, probe: ProbeRun | None) -> str | None:
+def tf_cudnn(facts: EnvFacts, probe: ProbeResult | None) -> str | None:
     """TF's cuDNN major.minor from the tested build (build_info only gives the major)."""
     row = compat.build_row_for(tensorflow_version(facts, probe))
     if row is not None:
         return row.cudnn
-    build = build_info(probe)
-    value = build.get("cudnn_version") or build.get("cudnn_version_number")
-    return str(value) if value else None
+    return probe.data.build.cudnn_version if probe is not None else None
 
 
 def gpu_count(facts: EnvFacts) -> int:
@@ -133,32 +142,21 @@ def and_cuda_install(facts: EnvFacts, tf_version: str | None) -> str:
     return pip_command(facts, f"install 'tensorflow[and-cuda]{pinned}'")
 
 
-def diagnoses(probe: ProbeRun | None) -> list[Diagnosis]:
+def diagnoses(probe: ProbeResult | None) -> tuple[Diagnosis, ...]:
     """Problem diagnoses of TF's stderr (both runs), one per signature, in order of appearance."""
-    if probe is None:
-        return []
-    seen: dict[str, Diagnosis] = {}
-    for found in diagnose_lines(probe.stderr_lines):
-        seen.setdefault(found.id, found)
-    return list(seen.values())
+    return probe.diagnoses if probe is not None else ()
 
 
-def tensorflow_unusable(facts: EnvFacts, probe: ProbeRun | None) -> Verdict | None:
+def tensorflow_unusable(facts: EnvFacts, probe: ProbeResult | None) -> Verdict | None:
     """A skipped verdict when the probe could not say anything about TensorFlow, else None."""
     assert probe is not None
-    tf = probe.data.get("tensorflow") or {}
-    if probe.outcome.ok and tf.get("installed") and not tf.get("error") and "physical_gpus" in probe.data:
+    tf = probe.data.tensorflow
+    if probe.ok and tf is not None and tf.installed and not tf.error and probe.data.physical_gpus is not None:
         return None
     return Verdict(Status.SKIPPED, "TensorFlow could not be inspected (see “TensorFlow installed”).")
 
 
-def tf_gpu_text(gpu: dict) -> str:
-    name = gpu.get("device_name") or gpu.get("name", "GPU")
-    capability = gpu.get("compute_capability")
-    return f"{name} (cc {cc_text(capability)})" if capability else str(name)
-
-
-def gpu_capabilities(facts: EnvFacts, probe: ProbeRun | None) -> list[tuple[str, tuple[int, int]]]:
+def gpu_capabilities(facts: EnvFacts, probe: ProbeResult | None) -> list[tuple[str, tuple[int, int]]]:
     """(GPU name, compute capability) from NVML, else from TensorFlow's device details."""
     found = [
         (f"GPU {device.index} {device.name}", device.compute_capability)
@@ -166,7 +164,7 @@ def gpu_capabilities(facts: EnvFacts, probe: ProbeRun | None) -> list[tuple[str,
         if device.compute_capability
     ]
     if not found and probe is not None:
-        for gpu in probe.data.get("physical_gpus") or []:
-            if gpu.get("compute_capability"):
-                found.append((tf_gpu_text(gpu), tuple(gpu["compute_capability"][:2])))
+        for gpu in probe.data.physical_gpus or ():
+            if gpu.compute_capability:
+                found.append((gpu.label, gpu.compute_capability))
     return found

@@ -1,46 +1,33 @@
 """Facts -> findings: every check says what it found, why it matters and the exact fix.
 
-The checks live in ``checks_*.py`` by topic and register themselves with ``check_base.check``; this module
-puts them in report order and evaluates them. Pure: ``EnvFacts`` (TensorFlow-free facts) and a ``ProbeRun``
-(what the TensorFlow probe said) in, findings out. Checks that need the probe are pending until it finished.
+The checks live in ``checks_*.py`` by topic and register themselves, with their place in the report, through
+``check_base.check``; this module imports them and evaluates them in report order. Pure: ``EnvFacts``
+(TensorFlow-free facts) and a ``ProbeRun`` (what the TensorFlow probe said, parsed once into a
+``ProbeResult``) in, findings out. Checks that need the probe are pending until it finished.
 """
 
 from __future__ import annotations
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.env import checks_devices, checks_gpu, checks_libraries, checks_system, checks_tensorflow
-from tfgpu_tui.env.check_base import CHECKS as REGISTERED
-from tfgpu_tui.env.check_base import Check, Verdict, diagnoses, tensorflow_unusable
+from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_unusable
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Finding, Status, pending
+from tfgpu_tui.env.probe_data import ProbeResult
 from tfgpu_tui.env.probe_runner import ProbeRun
 
+# The modules whose decorated functions are the checks (importing them registers them).
 CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu)
-REPORT_ORDER = (
-    "driver",
-    "python_env",
-    "cuda_visible_devices",
-    "gpu_processes",
-    "tensorflow",
-    "cpu_only_build",
-    "driver_cuda",
-    "cuda_libraries",
-    "gpus_visible",
-    "placement",
-    "compute_capability",
-    "mixed_precision",
-    "nvcc",
-    "persistence_mode",
-)
-CHECKS: list[Check] = sorted(REGISTERED, key=lambda item: REPORT_ORDER.index(item.id))
+CHECKS: list[Check] = report_order()
+REPORT_ORDER: tuple[str, ...] = tuple(item.id for item in CHECKS)  # every check id, in report order
 # Diagnoses that are expected (not problems) on a machine without an NVIDIA GPU.
 NO_GPU_EXPECTED = frozenset({"missing_lib", "no_device", "no_driver", "silent_cpu_fallback"})
 
 
-def log_findings(facts: EnvFacts, probe: ProbeRun | None) -> list[Finding]:
+def log_findings(facts: EnvFacts, probe: ProbeResult | None) -> list[Finding]:
     """One finding per problem message in TensorFlow's log (ok-informational when expected without a GPU)."""
     findings = []
-    for diagnosis in diagnoses(probe):
+    for diagnosis in probe.diagnoses if probe is not None else ():
         expected = not facts.nvml.devices and diagnosis.signature.category in NO_GPU_EXPECTED
         status = Status.FAILURE if diagnosis.severity is Severity.CRITICAL else Status.WARNING
         findings.append(
@@ -57,19 +44,20 @@ def log_findings(facts: EnvFacts, probe: ProbeRun | None) -> list[Finding]:
     return findings
 
 
-def _run(item: Check, facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+def _run(item: Check, facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     skipped = tensorflow_unusable(facts, probe) if item.needs_tensorflow else None
     return skipped or item.run(facts, probe)
 
 
 def evaluate(facts: EnvFacts, probe: ProbeRun | None = None) -> list[Finding]:
     """Every check's finding; TensorFlow checks are pending while `probe` is None."""
+    result = ProbeResult.from_run(probe) if probe is not None else None
     findings = []
     for item in CHECKS:
-        if item.needs_probe and probe is None:
+        if item.needs_probe and result is None:
             findings.append(pending(item.id, item.title))
             continue
-        verdict = _run(item, facts, probe)
+        verdict = _run(item, facts, result)
         findings.append(
             Finding(
                 item.id,
@@ -82,4 +70,4 @@ def evaluate(facts: EnvFacts, probe: ProbeRun | None = None) -> list[Finding]:
                 verdict.link_tab,
             )
         )
-    return findings + log_findings(facts, probe)
+    return findings + log_findings(facts, result)

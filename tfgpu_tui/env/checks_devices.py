@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tfgpu_tui.env.check_base import (
     Verdict,
     and_cuda_install,
@@ -11,12 +13,11 @@ from tfgpu_tui.env.check_base import (
     is_cuda_build,
     target_python,
     tensorflow_version,
-    tf_gpu_text,
 )
-from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
+from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.probe_data import PlacementStatus, ProbeResult
 
 # Which diagnosis best explains an empty GPU list, most specific first.
 FALLBACK_CAUSES = (
@@ -36,18 +37,18 @@ FALLBACK_CAUSES = (
 )
 
 
-@check("gpus_visible", "GPUs visible to TensorFlow", needs_tensorflow=True)
-def check_gpus_visible(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("gpus_visible", "GPUs visible to TensorFlow", order=90, needs_tensorflow=True)
+def check_gpus_visible(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = "With no GPU visible TensorFlow silently trains on the CPU, 10-100x slower."
     assert probe is not None
-    physical = probe.data.get("physical_gpus") or []
+    physical = probe.data.physical_gpus or ()
     nvml_count = gpu_count(facts)
     if not is_cuda_build(facts, probe):
         return Verdict(
             Status.SKIPPED, "A CPU-only build sees no GPU (see “GPU-enabled TensorFlow build”).", why
         )
     if physical:
-        names = ", ".join(tf_gpu_text(gpu) for gpu in physical)
+        names = ", ".join(gpu.label for gpu in physical)
         if nvml_count > len(physical) and "CUDA_VISIBLE_DEVICES" not in facts.env_vars:
             return Verdict(
                 Status.WARNING,
@@ -74,16 +75,18 @@ def check_gpus_visible(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     )
 
 
-def _missing_libs(probe: ProbeRun) -> list[str]:
-    return sorted({d.details["lib"] for d in diagnose_lines(probe.stderr_lines) if d.details.get("lib")})
+def _missing_libs(probe: ProbeResult) -> list[str]:
+    return sorted({d.details["lib"] for d in probe.log_matches if d.details.get("lib")})
 
 
-def _fallback_cause(probe: ProbeRun) -> Diagnosis | None:
+def _fallback_cause(probe: ProbeResult) -> Diagnosis | None:
     found = {diagnosis.id: diagnosis for diagnosis in reversed(diagnoses(probe))}
     return next((found[cause] for cause in FALLBACK_CAUSES if cause in found), None)
 
 
-def _cause_fix(causes: list[Diagnosis], facts: EnvFacts | None = None, probe: ProbeRun | None = None) -> str:
+def _cause_fix(
+    causes: Sequence[Diagnosis], facts: EnvFacts | None = None, probe: ProbeResult | None = None
+) -> str:
     """The fix of the first cause, made concrete (pip command) for missing libraries."""
     if not causes:
         return ""
@@ -110,34 +113,30 @@ def _in_pip(facts: EnvFacts, soname: str) -> bool:
     return any(library.path.endswith("/" + soname) for library in facts.interpreter.pip_libraries)
 
 
-@check("placement", "Placement test (matmul on GPU:0)", needs_tensorflow=True)
-def check_placement(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("placement", "Placement test (matmul on GPU:0)", order=100, needs_tensorflow=True)
+def check_placement(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = "Proves that an op really runs on the GPU, not only that a device is listed."
     assert probe is not None
-    placement = probe.data.get("placement") or {}
-    cpu = placement.get("cpu_seconds")
+    placement = probe.data.placement
+    cpu = placement.cpu_seconds
     cpu_text = f"; the same on the CPU: {cpu * 1000:.1f} ms" if cpu is not None else ""
-    status = placement.get("status")
-    if status == "ok" and "GPU" in (placement.get("device") or ""):
-        return Verdict(
-            Status.OK,
-            f"A 1024x1024 matmul ran on {placement['device']} in {placement['seconds'] * 1000:.2f} ms"
-            f"{cpu_text}.",
-            why,
-        )
-    if status == "ok":
+    status = placement.status
+    if status is PlacementStatus.OK and "GPU" in (placement.device or ""):
+        took = f" in {placement.seconds * 1000:.2f} ms" if placement.seconds is not None else ""
+        return Verdict(Status.OK, f"A 1024x1024 matmul ran on {placement.device}{took}{cpu_text}.", why)
+    if status is PlacementStatus.OK:
         return Verdict(
             Status.FAILURE,
-            f"The matmul asked for GPU:0 but ran on {placement.get('device')}{cpu_text}.",
+            f"The matmul asked for GPU:0 but ran on {placement.device}{cpu_text}.",
             why,
             "See “GPUs visible to TensorFlow”.",
         )
-    if status == "failed":
+    if status is PlacementStatus.FAILED:
         causes = diagnoses(probe)
         return Verdict(
             Status.FAILURE,
-            f"The matmul on GPU:0 failed: {placement.get('error')}",
+            f"The matmul on GPU:0 failed: {placement.error}",
             why,
             _cause_fix(causes, facts, probe) or "See the TensorFlow log findings below.",
         )
-    return Verdict(Status.SKIPPED, f"Skipped: {placement.get('error') or 'no GPU'}{cpu_text}.", why)
+    return Verdict(Status.SKIPPED, f"Skipped: {placement.error or 'no GPU'}{cpu_text}.", why)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tfgpu_tui.env.check_base import (
     Verdict,
-    build_info,
     cc_text,
     check,
     gpu_capabilities,
@@ -13,17 +12,17 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.probe_data import ProbeResult
 
 
-@check("compute_capability", "GPU architecture compiled into TensorFlow", needs_tensorflow=True)
-def check_compute_capability(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("compute_capability", "GPU architecture compiled into TensorFlow", order=110, needs_tensorflow=True)
+def check_compute_capability(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = (
         "TensorFlow ignores a GPU below its lowest compiled architecture, and must JIT-compile PTX (slow "
         "first start, sometimes failing) for one newer than all of them."
     )
     gpus = gpu_capabilities(facts, probe)
-    compiled = [str(item) for item in build_info(probe).get("cuda_compute_capabilities") or []]
+    compiled = list(probe.data.build.cuda_compute_capabilities) if probe is not None else []
     if not gpus or not compiled:
         reason = "no GPU" if not gpus else "TensorFlow's build lists no CUDA architectures"
         return Verdict(Status.SKIPPED, f"Nothing to compare ({reason}).", why)
@@ -66,8 +65,8 @@ def _severity_rank(status: Status) -> int:
     return {Status.FAILURE: 3, Status.WARNING: 2, Status.OK: 1}.get(status, 0)
 
 
-@check("mixed_precision", "Mixed precision (Tensor Cores)")
-def check_mixed_precision(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("mixed_precision", "Mixed precision (Tensor Cores)", order=120)
+def check_mixed_precision(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = (
         "mixed_float16 is fast only on compute capability >= 7.0 (Tensor Cores); mixed_bfloat16 needs "
         ">= 8.0. Keras 3 no longer warns about this."
@@ -97,8 +96,8 @@ def check_mixed_precision(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     return Verdict(Status.OK, "; ".join(notes) + ".", why)
 
 
-@check("nvcc", "nvcc (CUDA compiler)")
-def check_nvcc(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("nvcc", "nvcc (CUDA compiler)", order=130)
+def check_nvcc(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = (
         "TensorFlow pip wheels bring their own CUDA runtime and never use nvcc; its version is not the CUDA "
         "TensorFlow uses."
@@ -114,8 +113,8 @@ def check_nvcc(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     return Verdict(Status.OK, f"nvcc {release} at {nvcc.path}{versus}.", why, informational=True)
 
 
-@check("persistence_mode", "Persistence mode")
-def check_persistence_mode(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("persistence_mode", "Persistence mode", order=140)
+def check_persistence_mode(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = "With persistence mode off the driver unloads when idle: slower NVML queries and first CUDA start."
     devices = [device for device in facts.nvml.devices if device.persistence_mode is not None]
     if not devices:

@@ -15,14 +15,14 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.probe_data import ProbeResult
 
 # The pip package (without its -cuXX suffix) that provides each library.
 PIP_PACKAGES = {"libcudnn": "nvidia-cudnn", "libcublas": "nvidia-cublas", "libcudart": "nvidia-cuda-runtime"}
 
 
-@check("cuda_libraries", "CUDA libraries TensorFlow loads")
-def check_cuda_libraries(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("cuda_libraries", "CUDA libraries TensorFlow loads", order=80)
+def check_cuda_libraries(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = (
         "TensorFlow dlopens libcudart, libcublas and libcudnn of its build's major versions; a missing or "
         "wrong one means a silent CPU fallback, and LD_LIBRARY_PATH is searched before the pip libraries."
@@ -52,7 +52,7 @@ def check_cuda_libraries(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
             from_path = best.origin == "LD_LIBRARY_PATH"
             fixes.append(_unshadow_fix(facts) if from_path else _library_fix(facts, version, stem))
     shadow = _shadowing(facts)
-    loaded = (probe.data.get("loaded_libraries") or []) if probe is not None else []
+    loaded = probe.data.loaded_libraries if probe is not None else ()
     detail = "; ".join(found_text) if found_text else "none found"
     if loaded:
         detail += ". Loaded by TensorFlow: " + ", ".join(loaded)

@@ -17,44 +17,42 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.probe_data import ProbeResult, TfImport
 
 
-@check("tensorflow", "TensorFlow installed", needs_probe=True)
-def check_tensorflow(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("tensorflow", "TensorFlow installed", order=50, needs_probe=True)
+def check_tensorflow(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = "Everything else depends on TensorFlow importing in the interpreter you train with."
     assert probe is not None
-    outcome = probe.outcome
-    if not outcome.ok:
+    if not probe.ok:
         return _probe_failure(facts, probe)
-    tf = probe.data.get("tensorflow") or {}
-    if not tf.get("installed"):
+    tf = probe.data.tensorflow or TfImport()
+    if not tf.installed:
         return Verdict(
             Status.FAILURE,
-            f"TensorFlow is not installed in {target_python(facts)} ({tf.get('error')}).",
+            f"TensorFlow is not installed in {target_python(facts)} ({tf.error}).",
             why,
             and_cuda_install(facts, None),
         )
-    if tf.get("error"):
+    if tf.error:
         return Verdict(
             Status.FAILURE,
-            f"`import tensorflow` fails: {tf.get('error_type')}: {tf.get('error')}",
+            f"`import tensorflow` fails: {tf.error_type}: {tf.error}",
             why,
             pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
             + "   # in a fresh venv if it keeps failing",
         )
-    version = tf.get("version")
-    if probe.data.get("probe_errors"):
+    version = tf.version
+    if probe.data.probe_errors:
         return Verdict(
             Status.WARNING,
-            f"TensorFlow {version} imports, but inspecting it failed: "
-            + "; ".join(probe.data["probe_errors"]),
+            f"TensorFlow {version} imports, but inspecting it failed: " + "; ".join(probe.data.probe_errors),
             why,
             pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
             + "   # a broken or partial install",
         )
-    python = (probe.data.get("python") or {}).get("version") or facts.interpreter.version
-    text = f"TensorFlow {version} (import took {tf.get('import_seconds', 0):.1f} s) on Python {python}."
+    python = probe.data.python.version or facts.interpreter.version
+    text = f"TensorFlow {version} (import took {tf.import_seconds or 0:.1f} s) on Python {python}."
     row = compat.build_row_for(version)
     python_mm = compat.major_minor(python)
     if row is not None and python_mm is not None and not row.supports_python(python_mm):
@@ -69,26 +67,25 @@ def check_tensorflow(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     return Verdict(Status.OK, text, why)
 
 
-def _probe_failure(facts: EnvFacts, probe: ProbeRun) -> Verdict:
-    outcome = probe.outcome
+def _probe_failure(facts: EnvFacts, probe: ProbeResult) -> Verdict:
     causes = diagnoses(probe)
     why = "Without a working TensorFlow import no other TensorFlow check can run."
     cause = f" Likely cause: {causes[0].meaning}" if causes else ""
     fix = causes[0].fix if causes else ""
-    if outcome.error_kind in ("interpreter_missing", "interpreter_unusable"):
+    if probe.error_kind in ("interpreter_missing", "interpreter_unusable"):
         fix = "Pass the interpreter you train with: `tfgpu-tui check --python ~/venv/bin/python`."
-    elif outcome.error_kind == "timeout":
+    elif probe.error_kind == "timeout":
         fix = fix or (
             f'Time it yourself: `{target_python(facts)} -c "import tensorflow"`; a GPU stuck in a bad state '
             "(see `nvidia-smi`) can hang CUDA initialisation; raise the limit with `--timeout`."
         )
     elif not fix:
         fix = f'Run `{target_python(facts)} -c "import tensorflow"` to see the full error.'
-    return Verdict(Status.FAILURE, outcome.message + cause, why, fix)
+    return Verdict(Status.FAILURE, probe.message + cause, why, fix)
 
 
-@check("cpu_only_build", "GPU-enabled TensorFlow build", needs_tensorflow=True)
-def check_cpu_only_build(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("cpu_only_build", "GPU-enabled TensorFlow build", order=60, needs_tensorflow=True)
+def check_cpu_only_build(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = "A CPU-only build never uses the GPU, whatever drivers and libraries are installed."
     version = tensorflow_version(facts, probe)
     distributions = facts.interpreter.tensorflow_distributions
@@ -121,8 +118,8 @@ def check_cpu_only_build(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     )
 
 
-@check("driver_cuda", "Driver new enough for TensorFlow's CUDA", needs_tensorflow=True)
-def check_driver_cuda(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
+@check("driver_cuda", "Driver new enough for TensorFlow's CUDA", order=70, needs_tensorflow=True)
+def check_driver_cuda(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     why = (
         "A driver older than TF's CUDA runtime fails with 'CUDA driver version is insufficient for CUDA "
         "runtime version' and TensorFlow falls back to the CPU."
@@ -156,7 +153,7 @@ def check_driver_cuda(facts: EnvFacts, probe: ProbeRun | None) -> Verdict:
     return Verdict(Status.OK, f"Driver {driver_text} >= {recommended} (CUDA {cuda}).", why)
 
 
-def _needs_cuda_and_driver(facts: EnvFacts, probe: ProbeRun | None) -> Verdict | None:
+def _needs_cuda_and_driver(facts: EnvFacts, probe: ProbeResult | None) -> Verdict | None:
     if not is_cuda_build(facts, probe):
         return Verdict(Status.SKIPPED, "Not a CUDA build of TensorFlow.")
     if facts.nvml.error is not None or facts.nvml.driver is None:

@@ -5,11 +5,8 @@ dashboard. It depends on nothing but the standard library and TensorFlow, and ke
 understands, because the target environment may be old. Everything TensorFlow writes (its C++ log on fd 2 and
 any Python prints) goes to stderr, which the caller captures; stdout carries only the JSON object.
 
-Keys: probe_version, python {version, executable, prefix, base_prefix, platform}, env {name: value},
-tensorflow {installed, version, git_version, import_seconds, error, error_type}, build_info {...},
-built_with_cuda, physical_gpus [{name, device_type, compute_capability, device_name}], logical_gpus [name],
-gpu_init_error, placement {status, device, seconds, cpu_seconds, error}, loaded_libraries [path],
-probe_errors [text] (a stage that raised; later stages are then skipped).
+Its schema is ``tfgpu_tui/env/probe_data.py`` (``ProbeData``), which parses the object once on the dashboard's
+side; a key added here is read there, never by string key in the checks.
 """
 
 import contextlib
