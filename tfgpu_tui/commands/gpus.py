@@ -9,6 +9,7 @@ import socket
 import sys
 import time
 
+from tfgpu_tui.durations import running_text
 from tfgpu_tui.gpu.export import snapshot_dict
 from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
@@ -51,17 +52,6 @@ def _num(value: float | None, fmt: str = ".0f", na: str = "N/A") -> str:
     return na if value is None else format(value, fmt)
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d{hours:02d}h"
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 def device_line(device: DeviceSample) -> str:
     """One gpustat-like line for a GPU."""
     if device.lost:
@@ -94,7 +84,7 @@ def process_line(row: ProcessRow) -> str:
     return (
         f"{gpu:>3} {row.pid:>8} {(row.user or '-')[:10]:<10} {_num(row.gpu_memory_mib, '.0f', '-'):>8} "
         f"{_num(row.sm_percent, '.0f', '-'):>4} {_num(row.cpu_percent, '.0f', '-'):>5} "
-        f"{_num(row.host_memory_mib, '.0f', '-'):>8} {_duration(row.running_seconds):>8}  "
+        f"{_num(row.host_memory_mib, '.0f', '-'):>8} {running_text(row.running_seconds, "-"):>8}  "
         f"{process_command(row)}"
     )
 

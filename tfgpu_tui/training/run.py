@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.durations import span_text
 from tfgpu_tui.env.diagnoses import diagnose_line
 from tfgpu_tui.training import problems as known
 from tfgpu_tui.training.follow import Segment
@@ -518,14 +519,5 @@ def _shift(line_number: int | None, offset: int) -> int | None:
 
 
 def format_seconds(seconds: float | None) -> str:
-    """``45s``, ``3m 05s``, ``2h 03m``; ``-`` for None; sub-second as ``12ms``."""
-    if seconds is None:
-        return "-"
-    if 0 < seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    total = int(round(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m {total % 60:02d}s"
-    return f"{total // 3600}h {total % 3600 // 60:02d}m"
+    """``45s``, ``3m 05s``, ``2h 03m``; ``-`` for None; sub-second as ``12ms`` (``durations.span_text``)."""
+    return span_text(seconds)

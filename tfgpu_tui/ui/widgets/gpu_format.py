@@ -6,6 +6,8 @@ from functools import lru_cache
 
 from rich.text import Text
 
+from tfgpu_tui.durations import running_text
+
 NA = "N/A"
 BAR_FULL = "█"
 BAR_EMPTY = "░"
@@ -30,26 +32,7 @@ def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
     return f"{value:.{digits}f}{unit}"
 
 
-def duration_text(seconds: float | None) -> str:
-    """Elapsed time: "4:05" (minutes and seconds) under an hour, then to the minute - "1h 02m" - and to the
-    hour from a day on ("3d 04h"). Past an hour the seconds tell nothing, and a cell that changes every
-    second for every long-running process repaints the whole table each refresh."""
-    if seconds is None:
-        return NA
-    total = max(0, int(seconds))
-    return _duration(total if total < 3600 else total - total % 60)
-
-
-@lru_cache(maxsize=4096)
-def _duration(total: int) -> str:
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours:02d}h"
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}:{secs:02d}"
+duration_text = running_text  # a process's running time, as `tfgpu-tui gpus` prints it too
 
 
 def level_style(percent: float | None, warn: float = 75.0, critical: float = 90.0) -> str:

@@ -1,0 +1,143 @@
+"""`tfgpu-tui export`: a Prometheus exporter with dcgm-exporter's metric names plus tfgpu-tui's own series
+(processes, alerts, training progress). Loopback only unless --public; TLS and basic auth through a web
+config file in the format of Prometheus's exporter-toolkit. docs/fleet.md has the scrape config."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged
+EXIT_USAGE = 2
+PUBLIC_WARNING = (
+    "WARNING: exporting on {host}:{port}, reachable from other machines. The metrics name users, commands, "
+    "notebooks and log paths.{auth} Prefer the default loopback address and scrape through an SSH tunnel "
+    "or a reverse proxy, or use --web-config with basic_auth_users and TLS."
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `export` subcommand."""
+    from tfgpu_tui.cli import interval_seconds
+    from tfgpu_tui.fleet.process_series import DEFAULT_TOP
+
+    parser = subparsers.add_parser(
+        "export",
+        help="serve GPU, process, alert and training metrics to Prometheus (dcgm-exporter names)",
+        description="Serve Prometheus's text format on /metrics: dcgm-exporter's DCGM_FI_DEV_* series for "
+        "what NVML reports, plus tfgpu_* series (VRAM per process, alerts, training progress of each --log, "
+        "the exporter's health). Binds loopback unless --public. See docs/fleet.md.",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="seconds between GPU samples (default 1); scrapes report the latest sample",
+    )
+    parser.add_argument(
+        "--log",
+        dest="logs",
+        metavar="PATH",
+        type=Path,
+        nargs="+",
+        action="extend",
+        default=[],
+        help="training log(s) to follow and export as tfgpu_training_* (label log=PATH)",
+    )
+    parser.add_argument("--public", action="store_true", help="allow binding a non-loopback address")
+    parser.add_argument(
+        "--web-config", metavar="FILE", type=Path, help="TLS and basic auth (exporter-toolkit format)"
+    )
+    parser.add_argument("--hostname", help="the Hostname label (default: this machine's host name)")
+    parser.add_argument(
+        "--top-processes",
+        type=int,
+        default=DEFAULT_TOP,
+        metavar="N",
+        help=f'processes exported per GPU; the rest are summed as pid="other" (default {DEFAULT_TOP})',
+    )
+    parser.add_argument(
+        "--demo", action="store_true", default=argparse.SUPPRESS, help="export the simulated GPUs (SIMULATED)"
+    )
+    parser.set_defaults(func=run)
+
+
+def check_arguments(args: argparse.Namespace) -> str | None:
+    """Why these options cannot be used, or None."""
+    from tfgpu_tui.fleet.server import is_loopback
+
+    if not 0 <= args.port <= 65535:
+        return f"--port must be between 0 and 65535 (got {args.port})"
+    if not 1 <= args.top_processes <= 1000:
+        return f"--top-processes must be between 1 and 1000 (got {args.top_processes})"
+    if not args.public and not is_loopback(args.host):
+        return (
+            f"{args.host} is reachable from other machines: add --public to really do that (with "
+            f"--web-config for TLS and basic auth), or keep the default {DEFAULT_HOST}."
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM."""
+    from tfgpu_tui.cli import settings_from_args
+    from tfgpu_tui.fleet.collector import Exporter
+    from tfgpu_tui.fleet.server import MetricsServer
+    from tfgpu_tui.fleet.web_config import WebConfig, WebConfigError, load_web_config
+
+    problem = check_arguments(args)
+    if problem:
+        print(f"tfgpu-tui export: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        web = load_web_config(args.web_config) if args.web_config else WebConfig()
+    except WebConfigError as error:
+        print(f"tfgpu-tui export: --web-config: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = settings_from_args(args)
+    exporter = Exporter(settings, logs=args.logs, hostname=args.hostname, top_processes=args.top_processes)
+    try:
+        server = MetricsServer((args.host, args.port), exporter, web)
+    except (OSError, WebConfigError) as error:
+        exporter.close()
+        reason = getattr(error, "strerror", None) or error
+        print(f"tfgpu-tui export: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
+    if args.public and not is_private(web):
+        auth = "" if web.users else " No basic auth is configured: anyone who can connect reads them."
+        print(
+            PUBLIC_WARNING.format(host=args.host, port=server.server_address[1], auth=auth), file=sys.stderr
+        )
+    exporter.start()
+    print(f"tfgpu-tui export: serving {server.url}", flush=True)
+    return serve(server, exporter)
+
+
+def is_private(web: object) -> bool:
+    """True when the web config has both TLS and basic auth (nothing to warn about)."""
+    return bool(getattr(web, "tls", False) and getattr(web, "users", None))
+
+
+def serve(server, exporter) -> int:  # type: ignore[no-untyped-def]
+    """Serve in a thread; return 0 on SIGINT/SIGTERM after closing everything."""
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, name="tfgpu-export-http", daemon=True)
+    thread.start()
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+        server.server_close()
+        exporter.close()
+    return 0

@@ -1,0 +1,175 @@
+"""The exporter's web configuration file, in the format of Prometheus's exporter-toolkit:
+
+    tls_server_config:
+      cert_file: server.crt
+      key_file: server.key
+      client_auth_type: RequireAndVerifyClientCert   # optional, with client_ca_file
+      client_ca_file: ca.crt
+      min_version: TLS12                             # optional: TLS12 | TLS13
+    basic_auth_users:
+      alice: $2y$10$...                              # bcrypt hashes only, as the toolkit
+
+Relative paths are relative to the file. Unknown keys are errors (the toolkit refuses them too).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ssl
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TLS_KEYS = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version"}
+CLIENT_AUTH = {
+    "NoClientCert": ssl.CERT_NONE,
+    "RequestClientCert": ssl.CERT_OPTIONAL,
+    "RequireAnyClientCert": ssl.CERT_REQUIRED,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+TLS_VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
+
+
+class WebConfigError(ValueError):
+    """The web config file is unusable (the message says where and why)."""
+
+
+@dataclass
+class WebConfig:
+    """TLS settings and basic-auth users (user -> bcrypt hash)."""
+
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    client_ca_file: Path | None = None
+    client_auth_type: str = "NoClientCert"
+    min_version: str = "TLS12"
+    users: dict[str, bytes] = field(default_factory=dict)
+    _verified: dict[tuple[str, bytes], bool] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def tls(self) -> bool:
+        return self.cert_file is not None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The server's TLS context, or None without TLS."""
+        if self.cert_file is None or self.key_file is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = TLS_VERSIONS[self.min_version]
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+            if self.client_ca_file is not None:
+                context.load_verify_locations(self.client_ca_file)
+        except (OSError, ssl.SSLError) as error:
+            raise WebConfigError(f"cannot load the TLS certificate or key: {error}") from None
+        context.verify_mode = CLIENT_AUTH[self.client_auth_type]
+        return context
+
+    def authorized(self, header: str | None) -> bool:
+        """True when no users are configured, or the Authorization header names one with the right password.
+        A verified pair is remembered (by a hash): bcrypt is slow on purpose, scrapes come every second."""
+        if not self.users:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        hashed = self.users.get(user)
+        if hashed is None:
+            return False
+        key = (user, hashlib.sha256(password.encode()).digest())
+        with self._lock:
+            known = self._verified.get(key)
+        if known is None:
+            import bcrypt
+
+            try:
+                known = bcrypt.checkpw(password.encode(), hashed)
+            except ValueError:
+                known = False
+            with self._lock:
+                if len(self._verified) > 1024:
+                    self._verified.clear()
+                self._verified[key] = known
+        return known
+
+
+def _path(base: Path, value: object, key: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise WebConfigError(f"tls_server_config.{key} must be a file path")
+    path = (base / value).expanduser()
+    if not path.is_file():
+        raise WebConfigError(f"tls_server_config.{key}: {path} is not a readable file")
+    return path
+
+
+def _tls(config: WebConfig, tls: object, base: Path) -> None:
+    if not isinstance(tls, dict):
+        raise WebConfigError("tls_server_config must be a mapping")
+    unknown = set(tls) - TLS_KEYS
+    if unknown:
+        raise WebConfigError(f"tls_server_config: unknown keys {sorted(unknown)}")
+    if "cert_file" not in tls or "key_file" not in tls:
+        raise WebConfigError("tls_server_config needs both cert_file and key_file")
+    config.cert_file = _path(base, tls["cert_file"], "cert_file")
+    config.key_file = _path(base, tls["key_file"], "key_file")
+    auth = tls.get("client_auth_type", "NoClientCert")
+    if auth not in CLIENT_AUTH:
+        raise WebConfigError(f"tls_server_config.client_auth_type must be one of {sorted(CLIENT_AUTH)}")
+    config.client_auth_type = auth
+    if "client_ca_file" in tls:
+        config.client_ca_file = _path(base, tls["client_ca_file"], "client_ca_file")
+    elif auth == "RequireAndVerifyClientCert":
+        raise WebConfigError("client_auth_type RequireAndVerifyClientCert needs client_ca_file")
+    version = tls.get("min_version", "TLS12")
+    if version not in TLS_VERSIONS:
+        raise WebConfigError(f"tls_server_config.min_version must be one of {sorted(TLS_VERSIONS)}")
+    config.min_version = version
+
+
+def _users(config: WebConfig, users: object) -> None:
+    if not isinstance(users, dict):
+        raise WebConfigError("basic_auth_users must map user names to bcrypt hashes")
+    for user, hashed in users.items():
+        if not isinstance(user, str) or ":" in user or not user:
+            raise WebConfigError(f"basic_auth_users: bad user name {user!r}")
+        if not isinstance(hashed, str) or not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+            raise WebConfigError(
+                f"basic_auth_users.{user}: not a bcrypt hash (make one with "
+                "`python -c 'import bcrypt; print(bcrypt.hashpw(b\"PASSWORD\", bcrypt.gensalt()).decode())'`)"
+            )
+        config.users[user] = hashed.encode()
+
+
+def load_web_config(path: Path) -> WebConfig:
+    """Read and check a web config file; raises WebConfigError with the reason."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise WebConfigError(f"cannot read {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise WebConfigError(f"{path} is not valid YAML: {error}") from None
+    config = WebConfig()
+    if data is None:
+        return config
+    if not isinstance(data, dict):
+        raise WebConfigError(f"{path}: the top level must be a mapping")
+    unknown = set(data) - {"tls_server_config", "basic_auth_users"}
+    if unknown:
+        raise WebConfigError(
+            f"{path}: unsupported keys {sorted(unknown)} (tls_server_config, basic_auth_users)"
+        )
+    base = Path(path).resolve().parent
+    if data.get("tls_server_config") is not None:
+        _tls(config, data["tls_server_config"], base)
+    if data.get("basic_auth_users") is not None:
+        _users(config, data["basic_auth_users"])
+    return config
