@@ -84,7 +84,7 @@ def process_line(row: ProcessRow) -> str:
     return (
         f"{gpu:>3} {row.pid:>8} {(row.user or '-')[:10]:<10} {_num(row.gpu_memory_mib, '.0f', '-'):>8} "
         f"{_num(row.sm_percent, '.0f', '-'):>4} {_num(row.cpu_percent, '.0f', '-'):>5} "
-        f"{_num(row.host_memory_mib, '.0f', '-'):>8} {running_text(row.running_seconds, "-"):>8}  "
+        f"{_num(row.host_memory_mib, '.0f', '-'):>8} {running_text(row.running_seconds, '-'):>8}  "
         f"{process_command(row)}"
     )
 

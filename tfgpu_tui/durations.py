@@ -1,0 +1,49 @@
+"""Durations as text, one style per kind, shared by the TUI and the commands so they always agree.
+
+``running_text``: how long a process has run (the Monitor's TIME column, the kill dialog, ``gpus``).
+``span_text``: a duration in a sentence (epoch times, ETAs, checkpoint ages, stall times).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+NA = "N/A"
+
+
+def running_text(seconds: float | None, missing: str = NA) -> str:
+    """Elapsed time: "4:05" (minutes and seconds) under an hour, then to the minute - "1h 02m" - and to the
+    hour from a day on ("3d 04h"). Past an hour the seconds tell nothing, and a cell that changes every
+    second for every long-running process repaints the whole table each refresh."""
+    if seconds is None:
+        return missing
+    total = max(0, int(seconds))
+    return _running(total if total < 3600 else total - total % 60)
+
+
+@lru_cache(maxsize=4096)  # a table of hundreds of processes formats the same few values every second
+def _running(total: int) -> str:
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}:{secs:02d}"
+
+
+def span_text(seconds: float | None, missing: str = "-") -> str:
+    """``45s``, ``3m 05s``, ``2h 03m``, ``3d 04h``; sub-second as ``12ms``; `missing` for None."""
+    if seconds is None:
+        return missing
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    total = int(round(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m {total % 60:02d}s"
+    if total < 86400:
+        return f"{total // 3600}h {total % 3600 // 60:02d}m"
+    return f"{total // 86400}d {total % 86400 // 3600:02d}h"
