@@ -57,8 +57,3 @@ class Periodic(Generic[T]):
         with self._lock:
             self._value = value
             self._running = False
-
-    def invalidate(self) -> None:
-        """Make the next ``get()`` refresh."""
-        with self._lock:
-            self._stamp = None
