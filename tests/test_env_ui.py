@@ -12,6 +12,7 @@ from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 
@@ -50,7 +51,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         ids = [finding.id for finding in tab.report.findings]
         for _ in range(ids.index("gpu_processes")):
             await pilot.press("down")
-        detail = text_of(app, "#env-detail")
+        detail = app.query_one(FindingDetail).text()
         assert "PID 48211" in detail and "Enter opens the Monitor tab" in detail
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
@@ -63,7 +64,7 @@ async def test_fix_shown_for_selected_failure() -> None:
         ids = [finding.id for finding in tab.report.findings]
         for _ in range(ids.index("cuda_libraries")):
             await pilot.press("down")
-        detail = text_of(app, "#env-detail")
+        detail = app.query_one(FindingDetail).text()
         assert "failure" in detail and "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in detail
 
 
@@ -113,3 +114,24 @@ async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPat
         release.set()
         await wait_for(pilot, lambda: tab.report.complete)
         assert calls == ["/opt/py/bin/python", "/opt/py/bin/python"]
+
+
+async def test_c_copies_the_selected_fix_which_is_never_wrapped() -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(80, 24)) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        ids = [finding.id for finding in tab.report.findings]
+        for _ in range(ids.index("cuda_libraries")):
+            await pilot.press("down")
+        fix = tab.report.findings[ids.index("cuda_libraries")].fix
+        await pilot.press("c")
+        assert app.clipboard == fix
+        # The fix is drawn on one line of its own (no wrap inside a token), whole.
+        await pilot.pause()
+        widget = app.query_one("#env-fix", Static)
+        assert widget.size.height == len(fix.splitlines())
+        assert str(widget.render()).splitlines() == fix.splitlines()
+        # A finding without a fix: nothing copied, a warning instead.
+        await pilot.press("home")
+        await pilot.press("c")
+        assert app.clipboard == fix

@@ -10,11 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.markup import escape
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -28,18 +28,12 @@ from tfgpu_tui.env.report import save_markdown
 from tfgpu_tui.env.runner import fast_report, full_report
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-STATUS_STYLE = {
-    Status.OK: "green",
-    Status.WARNING: "yellow",
-    Status.FAILURE: "bold red",
-    Status.SKIPPED: "dim",
-    Status.PENDING: "cyan",
-}
 ALERT_SEVERITY = {Status.FAILURE: Severity.CRITICAL, Status.WARNING: Severity.WARNING}
-TAB_NAMES = {"monitor": "Monitor"}
-FOUND_COLUMN_CHARS = 72  # the table shows the start of each detail; the pane beside it shows all of it
+CHECK_COLUMN_SHARE = 0.45  # of the table's width at most; the Found column gets the rest
+MIN_FOUND_CHARS = 16
 
 
 class EnvReportReady(Message):
@@ -53,7 +47,17 @@ class EnvReportReady(Message):
 
 def _shorten(text: str, limit: int) -> str:
     line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return line if len(line) <= limit else line[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def column_widths(table_width: int, titles: list[str]) -> tuple[int, int]:
+    """(Check, Found) column widths that fill `table_width` without a sideways scroll: the Check column as
+    wide as its longest title up to CHECK_COLUMN_SHARE of the table, the Found column the rest (every
+    column takes 2 cells of padding, the icon column 1 cell, the vertical scrollbar 2)."""
+    free = max(table_width - 3 - 2 * 2 - 2, 2 * MIN_FOUND_CHARS)  # icon column, padding, a scrollbar
+    check = min(max((len(title) for title in titles), default=5), int(free * CHECK_COLUMN_SHARE))
+    check = max(check, 5)
+    return check, max(free - check, MIN_FOUND_CHARS)
 
 
 def alerts_from_report(report: EnvReport) -> list[Alert]:
@@ -70,31 +74,15 @@ def alerts_from_report(report: EnvReport) -> list[Alert]:
     ]
 
 
-def finding_markup(finding: Finding) -> str:
-    """The detail pane's text for one finding (Rich markup, user text escaped)."""
-    style = STATUS_STYLE[finding.status]
-    lines = [
-        f"[b]{escape(finding.title)}[/b]  [{style}]{finding.icon} {finding.status.value}[/{style}]",
-        "",
-        escape(finding.detail),
-    ]
-    if finding.why:
-        lines += ["", f"[b]Why it matters[/b]  {escape(finding.why)}"]
-    if finding.fix:
-        lines += ["", "[b]Fix[/b]", f"[bold cyan]{escape(finding.fix)}[/bold cyan]"]
-    if finding.link_tab:
-        name = TAB_NAMES.get(finding.link_tab, finding.link_tab)
-        lines += ["", f"[b]Enter[/b] opens the {name} tab."]
-    return "\n".join(lines)
-
-
 class EnvironmentTab(DashboardTab):
-    """Findings of the environment check, the selected one's detail and fix, re-run and save keys."""
+    """Findings of the environment check, the selected one's detail and fix, re-run, copy and save keys.
+    Below 100 columns the list and the detail stack (class ``-narrow``)."""
 
     TAB_ID = "environment"
     TAB_TITLE = "Environment"
     BINDINGS = [
         Binding("r", "rerun", "Re-run checks"),
+        Binding("c", "copy_fix", "Copy fix"),
         Binding("s", "save_report", "Save report (.md)"),
         Binding("enter", "open_link", "Open linked tab", show=False),
     ]
@@ -102,8 +90,17 @@ class EnvironmentTab(DashboardTab):
     EnvironmentTab #env-status { height: auto; padding: 0 1; background: $boost; }
     EnvironmentTab #env-body { height: 1fr; }
     EnvironmentTab #env-findings { width: 3fr; height: 1fr; }
-    EnvironmentTab #env-detail-scroll { width: 2fr; height: 1fr; border-left: solid $primary-darken-2; }
-    EnvironmentTab #env-detail { padding: 0 1; }
+    EnvironmentTab FindingDetail { width: 2fr; height: 1fr; border-left: solid $primary-darken-2; }
+    EnvironmentTab.-narrow #env-body { layout: vertical; }
+    EnvironmentTab.-narrow #env-findings { width: 1fr; height: 1fr; min-height: 5; }
+    EnvironmentTab.-narrow FindingDetail {
+        width: 1fr; height: 1fr; min-height: 6; border-left: none; border-top: solid $primary-darken-2;
+    }
+    FindingDetail > Static { padding: 0 1; }
+    FindingDetail #env-fix-label { text-style: bold; }
+    FindingDetail #env-fix-scroll { height: auto; padding: 0 1; scrollbar-size-horizontal: 1; }
+    FindingDetail #env-fix { width: auto; padding: 0; color: $accent; text-style: bold; text-wrap: nowrap; }
+    FindingDetail #env-why { margin-top: 1; }
     """
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
@@ -117,15 +114,13 @@ class EnvironmentTab(DashboardTab):
         self.started_at = 0.0
         self._spin = 0
         self._save_dir: Path = Path.cwd()
+        self._widths: tuple[int, int] = (0, 0)
 
     def compose(self) -> ComposeResult:
         yield Static("The environment check starts when this tab is shown.", id="env-status")
         with Horizontal(id="env-body"):
-            table: DataTable = DataTable(id="env-findings", cursor_type="row", zebra_stripes=True)
-            table.add_columns(" ", "Check", "Found")
-            yield table
-            with VerticalScroll(id="env-detail-scroll"):
-                yield Static("", id="env-detail")
+            yield DataTable(id="env-findings", cursor_type="row", zebra_stripes=True)
+            yield FindingDetail(id="env-detail-pane")
 
     def on_mount(self) -> None:
         self._spinner = self.set_interval(0.1, self._tick, pause=True)  # runs only while a check runs
@@ -183,16 +178,32 @@ class EnvironmentTab(DashboardTab):
 
     # --- widgets ---------------------------------------------------------------------------------------
 
+    def on_resize(self, event: events.Resize) -> None:
+        if self.report is not None:
+            self.call_after_refresh(self._refit_table)
+
+    def _refit_table(self) -> None:
+        """Rebuild the table when its width changed the columns it can give (15 rows: cheap)."""
+        if self.report is not None and self._widths != self._column_widths(self.report):
+            self._fill_table(self.report)
+
+    def _column_widths(self, report: EnvReport) -> tuple[int, int]:
+        width = self.query_one("#env-findings", DataTable).scrollable_content_region.width
+        return column_widths(width, [finding.title for finding in report.findings])
+
     def _fill_table(self, report: EnvReport) -> None:
         table = self.query_one("#env-findings", DataTable)
         selected = self.selected_finding()
-        table.clear()
+        self._widths = check_width, found_width = self._column_widths(report)
+        table.clear(columns=True)
+        table.add_column(" ", width=1)
+        table.add_column("Check", width=check_width)
+        table.add_column("Found", width=found_width)
         for finding in report.findings:
-            style = STATUS_STYLE[finding.status]
             table.add_row(
-                f"[{style}]{finding.icon}[/{style}]",
-                escape(finding.title),
-                escape(_shorten(finding.detail, FOUND_COLUMN_CHARS)),
+                Content.styled(finding.icon, STATUS_STYLE[finding.status]),
+                _shorten(finding.title, check_width),
+                _shorten(finding.detail, found_width),
                 key=finding.id,
             )
         ids = [finding.id for finding in report.findings]
@@ -217,28 +228,22 @@ class EnvironmentTab(DashboardTab):
         return self.report.findings[row] if 0 <= row < len(self.report.findings) else None
 
     def _show_detail(self) -> None:
-        finding = self.selected_finding()
-        text = finding_markup(finding) if finding is not None else ""
-        self.query_one("#env-detail", Static).update(text)
+        self.query_one(FindingDetail).finding = self.selected_finding()
 
     def _show_status(self) -> None:
         report = self.report
         waiting = report is None or not report.complete
-        simulated = "[reverse] SIMULATED [/reverse] " if self.settings.demo else ""
+        parts: list[str | tuple[str, str]] = [(" SIMULATED ", "reverse"), " "] if self.settings.demo else []
         if waiting:
             frame = SPINNER[self._spin % len(SPINNER)]
             elapsed = time.monotonic() - self.started_at
             step = "Collecting facts" if report is None else "Importing TensorFlow"
-            python = escape(self.settings.python)
-            text = f"{simulated}[cyan]{frame}[/cyan] {step} with {python}... {elapsed:.0f} s"
+            parts += [(frame, "$accent"), f" {step} with {self.settings.python}... {elapsed:.0f} s"]
         else:
             counts = ", ".join(f"{count} {status}" for status, count in report.counts().items() if count)
-            style = STATUS_STYLE[report.worst]
-            text = (
-                f"{simulated}[{style}]{report.worst.value.upper()}[/{style}]  {counts}  "
-                f"[dim]({escape(self.settings.python)}; r re-run, s save report)[/dim]"
-            )
-        self.query_one("#env-status", Static).update(text)
+            parts += [(report.worst.value.upper(), STATUS_STYLE[report.worst]), f"  {counts}  "]
+            parts.append((f"({self.settings.python})", "dim"))
+        self.query_one("#env-status", Static).update(Content.assemble(*parts))
 
     def _tick(self) -> None:
         if self.generation and (self.report is None or not self.report.complete):
@@ -260,6 +265,15 @@ class EnvironmentTab(DashboardTab):
         finding = self.selected_finding()
         if finding is not None and finding.link_tab:
             self.post_message(ShowTab(finding.link_tab))
+
+    def action_copy_fix(self) -> None:
+        """Copy the selected finding's fix to the clipboard (OSC 52: works over SSH in most terminals)."""
+        finding = self.selected_finding()
+        if finding is None or not finding.fix:
+            self.notify("The selected finding has no fix to copy.", severity="warning")
+            return
+        self.app.copy_to_clipboard(finding.fix)
+        self.notify(_shorten(finding.fix, 200), title="Fix copied")
 
     def action_save_report(self) -> None:
         """Write the whole report as Markdown to the working directory (the temp dir if that fails)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.containers import Vertical
 from textual.widgets import Input, TextArea
 
@@ -17,10 +18,24 @@ class DashboardTab(Vertical):
     """
     TAB_ID: str = ""
     TAB_TITLE: str = ""
+    #: Below this many terminal columns the tab carries the class ``-narrow`` (panes stack vertically).
+    NARROW_BELOW = 100
+    #: Below this many terminal lines the tab carries the class ``-short`` (secondary panes shrink or hide).
+    SHORT_BELOW = 30
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(id=f"{self.TAB_ID}-tab")
         self.settings = settings
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Keep the ``-narrow`` and ``-short`` classes in step with the terminal's size."""
+        self.apply_size_classes()
+
+    def apply_size_classes(self) -> None:
+        """Set ``-narrow`` / ``-short`` from the terminal's size (the app's, so hidden tabs agree)."""
+        width, height = self.app.size
+        self.set_class(width < self.NARROW_BELOW, "-narrow")
+        self.set_class(height < self.SHORT_BELOW, "-short")
 
     def reveal(self, target: str) -> None:
         """Bring `target` (something this tab knows by id) into view; tabs with linkable items override it."""
