@@ -30,7 +30,7 @@ def check_compute_capability(facts: EnvFacts, probe: ProbeResult | None) -> Verd
     ptx = [_arch(item) for item in compiled if item.startswith("compute_")]
     worst, notes = Status.OK, []
     for name, capability in gpus:
-        status, note = _arch_support(tuple(capability), [a for a in binaries if a], [a for a in ptx if a])
+        status, note = _arch_support(capability, [a for a in binaries if a], [a for a in ptx if a])
         notes.append(f"{name} (cc {cc_text(capability)}): {note}")
         worst = max(worst, status, key=_severity_rank)
     fix = {

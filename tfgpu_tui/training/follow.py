@@ -62,7 +62,7 @@ class FollowUpdate:
     bytes_read: int = 0
 
 
-def decode(data: bytes) -> str:
+def decode(data: bytes | bytearray) -> str:
     """UTF-8 with replacement characters for invalid bytes; NUL bytes dropped."""
     text = data.decode("utf-8", "replace")
     return text.replace("\x00", "") if "\x00" in text else text

@@ -59,5 +59,5 @@ class HelpScreen(ModalScreen[None]):
                     table.add_row(keys, description)
                 yield Static(table, classes="help-section")
 
-    def action_dismiss(self, result: None = None) -> None:
+    async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
