@@ -70,4 +70,4 @@ def test_watch_refreshes_until_interrupted(
 def test_interval_below_minimum_is_refused(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["gpus", "--interval", "0.1"])
-    assert exited.value.code == 2 and "at least 0.25" in capsys.readouterr().err
+    assert exited.value.code == 2 and "0.25" in capsys.readouterr().err

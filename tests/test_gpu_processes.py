@@ -6,14 +6,19 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
 from tfgpu_tui.gpu import processes
-from tfgpu_tui.gpu.jupyter import JupyterResolver, fetch_sessions, kernel_connection_file, kernel_id_from_file
+from tfgpu_tui.gpu.jupyter import (
+    NO_SERVER,
+    TOKEN_UNREADABLE,
+    JupyterResolver,
+    kernel_from_cmdline,
+    lookup,
+    server_base_url,
+)
 from tfgpu_tui.gpu.model import HostState
 from tfgpu_tui.gpu.processes import HostInspector, read_stat, tensorflow_loaded
 from tfgpu_tui.gpu.source import GpuProcess
@@ -150,95 +155,105 @@ def test_cpu_tensorflow_processes_are_found(children: list, tmp_path: Path) -> N
     assert child.pid not in {r.pid for r in inspector.cpu_tensorflow({child.pid})}
 
 
-def test_kernel_command_lines() -> None:
-    cmd = ["python", "-m", "ipykernel_launcher", "-f", "/run/user/1/jupyter/kernel-0a1b-2c.json"]
-    assert kernel_connection_file(cmd) == "/run/user/1/jupyter/kernel-0a1b-2c.json"
-    assert kernel_id_from_file(cmd[-1]) == "0a1b-2c"
-    assert (
-        kernel_connection_file(["python", "-m", "ipykernel_launcher", "--f=/x/kernel-9.json"])
-        == "/x/kernel-9.json"
-    )
-    assert kernel_connection_file(["python", "train.py", "-f", "x"]) is None
+KERNEL_FILE = "/run/user/1/jupyter/kernel-0a1b-2c.json"
 
 
-class SessionsHandler(BaseHTTPRequestHandler):
-    token = "s3cret"
-    sessions: list = []
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
-        ok = self.path == "/lab/api/sessions" and self.headers.get("Authorization") == f"token {self.token}"
-        body = json.dumps(self.sessions if ok else {"message": "Forbidden"}).encode()
-        self.send_response(200 if ok else 403)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def jupyter_server(tmp_path: Path):
-    """A local stand-in for a Jupyter server's /api/sessions, and its runtime file."""
-    server = HTTPServer(("127.0.0.1", 0), SessionsHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    SessionsHandler.sessions = [
-        {
-            "path": "work/resnet.ipynb",
-            "kernel": {"id": "abcd-1234", "execution_state": "idle", "last_activity": "2026-01-01T10:00:00Z"},
-        }
-    ]
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    port = server.server_address[1]
-    info = {"url": f"http://localhost:{port}/lab/", "port": port, "base_url": "/lab/", "token": "s3cret"}
-    (runtime / "jpserver-77.json").write_text(json.dumps(info))
-    yield runtime
-    server.shutdown()
+@pytest.mark.parametrize(
+    "cmdline",
+    [
+        ["python", "-m", "ipykernel_launcher", "-f", KERNEL_FILE],
+        ["/opt/venv/bin/python3.11", "-m", "ipykernel_launcher", f"--f={KERNEL_FILE}"],
+        ["python", "-m", "ipykernel", "--IPKernelApp.connection_file=" + KERNEL_FILE],
+        ["python3", "/usr/local/lib/python3.10/dist-packages/colab_kernel_launcher.py", "-f", KERNEL_FILE],
+        [
+            "python",
+            "/home/u/.vscode/extensions/ms-toolsai/pythonFiles/vscode_datascience_helpers/"
+            "kernel_launcher_daemon.py",
+            "-f",
+            KERNEL_FILE,
+        ],
+        ["python", "my_own_launcher.py", "--stdin", "-f", KERNEL_FILE],  # a kernel file anywhere on argv
+    ],
+)
+def test_every_kernel_launcher_is_labelled_from_argv(cmdline: list[str]) -> None:
+    kernel = kernel_from_cmdline(cmdline)
+    assert kernel is not None and kernel.kernel_id == "0a1b-2c" and kernel.notebook_path is None
 
 
-def test_sessions_with_token(jupyter_server: Path) -> None:
-    sessions = fetch_sessions(jupyter_server / "jpserver-77.json")
-    assert (
-        sessions["abcd-1234"].path == "work/resnet.ipynb" and sessions["abcd-1234"].execution_state == "idle"
-    )
-    info = json.loads((jupyter_server / "jpserver-77.json").read_text())
-    info["token"] = "wrong"
-    (jupyter_server / "nbserver-1.json").write_text(json.dumps(info))
-    assert fetch_sessions(jupyter_server / "nbserver-1.json") == {}
+def test_non_kernels_and_kernels_without_a_connection_file() -> None:
+    assert kernel_from_cmdline(["python", "train.py", "-f", "config.yaml"]) is None
+    assert kernel_from_cmdline(["python", "train.py", "-f", "data.json"]) is None
+    bare = kernel_from_cmdline(["python", "-m", "ipykernel_launcher"])
+    assert bare is not None and bare.kernel_id == "?" and "no connection file" in bare.why_unknown
+    vscode = kernel_from_cmdline(["python", "-m", "ipykernel_launcher", "--f=/tmp/x/kernel-v2-4242abc.json"])
+    assert vscode is not None and vscode.kernel_id == "v2-4242abc"
 
 
-def test_kernel_process_shows_its_notebook(jupyter_server: Path, children: list) -> None:
-    kernel_file = jupyter_server / "kernel-abcd-1234.json"
-    child = start([sys.executable, "-c", SLEEPER, "ipykernel_launcher", "-f", str(kernel_file)])
-    children.append(child)
-    row = HostInspector(background=False).describe([GpuProcess(child.pid, 0, 100.0, 0.0)])[0]
-    assert row.jupyter is not None and row.jupyter.kernel_id == "abcd-1234"
-    assert row.jupyter.notebook_path == "work/resnet.ipynb" and row.jupyter.execution_state == "idle"
+@pytest.mark.parametrize(
+    ("info", "url"),
+    [
+        ({"url": "http://localhost:8888/", "port": 8888}, "http://localhost:8888/"),
+        (
+            {"url": "http://gpu-box:8888/lab/", "port": 8888, "base_url": "/lab/"},
+            "http://127.0.0.1:8888/lab/",
+        ),
+        ({"url": "http://0.0.0.0:9000/", "port": 9000, "base_url": "/"}, "http://127.0.0.1:9000/"),
+        ({"port": 8890, "base_url": "user/ann/", "secure": True}, "https://127.0.0.1:8890/user/ann/"),
+        ({"url": "http://127.0.0.1:8888/?token=abc", "port": 8888}, "http://127.0.0.1:8888/"),
+        ({"sock": "/run/jupyter.sock", "url": "http+unix://x"}, None),
+    ],
+)
+def test_servers_are_asked_on_loopback_at_their_base_url(info: dict, url: str | None) -> None:
+    assert server_base_url(info) == url
 
 
-def test_unknown_kernel_says_why(
-    tmp_path: Path, jupyter_server: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("tfgpu_tui.gpu.jupyter.default_runtime_dirs", lambda: [])
-    resolver = JupyterResolver(background=False)
-    lonely = resolver.resolve(
+def test_no_server_found_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    kernel = JupyterResolver(background=False).resolve(
         ["python", "-m", "ipykernel_launcher", "-f", str(tmp_path / "kernel-ffff.json")]
     )
-    assert lonely is not None and lonely.notebook_path is None and "server file" in lonely.why_unknown
-    unlisted = resolver.resolve(
-        ["python", "-m", "ipykernel_launcher", "-f", str(jupyter_server / "kernel-ee.json")]
-    )
-    assert unlisted is not None and unlisted.kernel_id == "ee" and "lists" in unlisted.why_unknown
+    assert kernel is not None and kernel.kernel_id == "ffff" and kernel.why_unknown == NO_SERVER
 
 
-def test_server_in_the_default_runtime_dir_is_asked(
-    tmp_path: Path, jupyter_server: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_server_file_left_by_a_dead_server_is_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter_server))
-    elsewhere = tmp_path / "elsewhere"
-    kernel = JupyterResolver(background=False).resolve(
-        ["python", "-m", "ipykernel_launcher", "-f", str(elsewhere / "kernel-abcd-1234.json")]
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    info = {"url": "http://127.0.0.1:9/", "port": 9, "token": "t", "pid": dead.pid}
+    (tmp_path / f"jpserver-{dead.pid}.json").write_text(json.dumps(info))
+    assert lookup([tmp_path]).why == NO_SERVER
+
+
+def test_token_not_readable_as_another_user(tmp_path: Path) -> None:
+    """Run the lookup as nobody against root's private runtime file: the row must say why."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a child as another user")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    server = runtime / "jpserver-1.json"
+    server.write_text(json.dumps({"url": "http://127.0.0.1:9/", "port": 9, "token": "secret", "pid": 1}))
+    server.chmod(0o600)
+    tmp_path.chmod(0o755)
+    runtime.chmod(0o755)
+    code = (
+        "import sys; from pathlib import Path; from tfgpu_tui.gpu.jupyter import lookup; "
+        "print(lookup([Path(sys.argv[1])]).why)"
     )
-    assert kernel is not None and kernel.notebook_path == "work/resnet.ipynb"
+    if subprocess.run(["test", "-x", sys.executable], user=65534, check=False).returncode != 0:
+        pytest.skip("this interpreter cannot be run by another user here (it lives in root's home)")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(runtime)],
+        capture_output=True,
+        text=True,
+        user=65534,
+        timeout=60,
+        cwd="/",
+        env={**os.environ, "HOME": "/nonexistent", "JUPYTER_RUNTIME_DIR": str(runtime)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == TOKEN_UNREADABLE

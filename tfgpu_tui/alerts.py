@@ -26,6 +26,8 @@ class Alert:
         subject: what it is about, e.g. ``GPU 0`` or ``PID 4242``; empty when global.
         link: where the dashboard explains more, as ``<tab id>:<item id>`` (e.g. ``environment:gpus_visible``
             is the Environment tab's finding with that id); empty when there is nothing to jump to.
+        short: the alert in a few words for one line, e.g. ``CPU fallback: PID 1234 train.py``; empty lets the
+            dashboard make one from the kind and subject.
     """
 
     kind: str
@@ -34,6 +36,7 @@ class Alert:
     fix: str = ""
     subject: str = ""
     link: str = ""
+    short: str = ""
 
     def as_dict(self) -> dict[str, str]:
         """The alert as plain JSON-ready data."""
@@ -47,10 +50,31 @@ class Alert:
         }
 
 
+# What needs someone to act (a process to end, a job on the wrong device, a GPU gone): these always outrank
+# advice (memory growth, persistence mode, environment findings), whatever the severities.
+ACTION_KINDS = frozenset({"cpu_fallback", "stale_vram", "memory_full", "gpu_lost"})
+
+
+def needs_action(alert: Alert) -> bool:
+    """Whether the alert is about something to act on now rather than advice."""
+    return alert.kind in ACTION_KINDS and alert.severity > Severity.INFO
+
+
+def rank(alert: Alert) -> tuple[bool, Severity]:
+    """Sort key, larger first: action before advice, then severity."""
+    return (needs_action(alert), alert.severity)
+
+
+def ordered(alerts: list[Alert]) -> list[Alert]:
+    """The alerts most urgent first (stable: equals keep the order they were raised in)."""
+    return sorted(alerts, key=rank, reverse=True)
+
+
 def most_urgent(alerts: list[Alert]) -> Alert | None:
-    """The most severe alert, the first one raised among equals; None for an empty list."""
+    """The alert for the header: an action before any advice, then the most severe, the first raised among
+    equals; None for an empty list."""
     best: Alert | None = None
     for alert in alerts:
-        if best is None or alert.severity > best.severity:
+        if best is None or rank(alert) > rank(best):
             best = alert
     return best

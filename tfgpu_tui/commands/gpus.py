@@ -16,6 +16,8 @@ from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 CPU_WINDOW_SECONDS = 0.25  # a one-shot run samples twice this far apart so CPU % means something
+DEFAULT_WINDOW_SECONDS = 2.0
+CONFIRM_STEP_SECONDS = 0.5
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 TABLE_HEADER = (
     f"{'GPU':>3} {'PID':>8} {'USER':<10} {'GPU-MiB':>8} {'SM%':>4} {'CPU%':>5} {'HOST-MiB':>8} {'TIME':>8}  "
@@ -45,7 +47,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help=f"refresh interval for --watch (default 1, minimum {MIN_INTERVAL_SECONDS})",
     )
+    parser.add_argument(
+        "--window",
+        type=window_seconds,
+        default=DEFAULT_WINDOW_SECONDS,
+        metavar="SECONDS",
+        help="one-shot: when a reading needs confirming (a GPU at 0 %% while a TensorFlow process holds its "
+        "memory, TensorFlow on the CPU), keep sampling this long before answering (default 2; 0: never)",
+    )
     parser.set_defaults(func=run)
+
+
+def window_seconds(text: str) -> float:
+    """Parse --window: a number of seconds from 0 to 60."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 60 s (got {value})")
+    return value
 
 
 def _num(value: float | None, fmt: str = ".0f", na: str = "N/A") -> str:
@@ -57,13 +78,14 @@ def device_line(device: DeviceSample) -> str:
     if device.lost:
         return f"[{device.index}] {device.name:<24} | ((GPU is lost))"
     memory = f"{_num(device.memory_used_mib):>6} / {_num(device.memory_total_mib):>6} MiB"
+    zero = "" if device.zero_util_seconds is None else f" (0 % over {device.zero_util_seconds:.0f} s)"
     power = f"{_num(device.power_w)} / {_num(device.power_limit_w)} W"
     fan = f"fan {_num(device.fan_percent)}{'' if device.fan_percent is None else ' %'}"
     load = f"{_num(device.temperature_c):>3}°C {_num(device.utilization_percent):>3} %"
     return (
         f"[{device.index}] {device.name:<24} | {load} | {memory} | {power:>13} | {fan} | "
         f"SM {_num(device.sm_clock_mhz)} MHz | "
-        f"P{_num(device.performance_state, 'd', '?')}"
+        f"P{_num(device.performance_state, 'd', '?')}{zero}"
     )
 
 

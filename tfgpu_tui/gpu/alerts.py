@@ -4,14 +4,17 @@ pre-allocation on a shared GPU. Each alert says what is wrong and what to do.
 
 The rules keep a little state (since when a GPU has been idle, since when a process has held memory at 0 %
 SM, running means per TensorFlow process), so windows longer than the history plots cost next to nothing.
+What needs action (see ``tfgpu_tui.alerts.ACTION_KINDS``) comes first, worst offender first; advice after.
+tfgpu-tui's own children (``ProcessRow.own_child``) never raise an alert.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from datetime import datetime
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, Severity, ordered
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow
 from tfgpu_tui.settings import Settings
@@ -51,6 +54,11 @@ FULL_GPU_MAJORITY_PERCENT = 50.0
 NO_GPU_FINDING = "environment:gpus_visible"
 PLACEMENT_FINDING = "environment:placement"
 ProcessKey = tuple[int, "float | None", "int | None"]
+# A TensorFlow process without GPU memory is flagged once it has stayed so this long (at most
+# fallback_seconds): a training job imports TensorFlow a moment before it creates its GPU context.
+CPU_FALLBACK_GRACE_SECONDS = 2.0
+KILL_HINT = "select its row in the Monitor and press k"
+IDLE_KERNEL_STATES = ("idle", "starting", "dead")
 MEMORY_FULL_FIX = (
     "New work will fail with OOM: end idle holders (stale kernels), lower the batch size, or let TensorFlow "
     "grow memory on demand (`tf.config.experimental.set_memory_growth(gpu, True)`)"
@@ -59,6 +67,10 @@ MEMORY_FULL_FIX = (
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _mib(mib: float) -> str:
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
 
 
 def _describe(row: ProcessRow) -> str:
@@ -92,22 +104,31 @@ def _iso_seconds(text: str | None) -> float | None:
 class AlertRules:
     """Evaluates the rules for one snapshot at a time, remembering how long conditions have held."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, own_uid: int | None = None) -> None:
         self.settings = settings
+        self.own_uid = os.geteuid() if own_uid is None and hasattr(os, "geteuid") else own_uid
         self._gpu_idle_since: dict[int, float] = {}
         self._process_idle_since: dict[ProcessKey, float] = {}
+        self._cpu_since: dict[ProcessKey, float] = {}
         self._starvation_means: dict[ProcessKey, RollingMeans] = {}
+        self.zero_util_seconds: dict[int, float] = {}  # GPU -> seconds at 0 % while TensorFlow holds memory
+        self.idle_seconds: dict[ProcessKey, float] = {}  # process -> seconds holding memory at 0 % SM
 
     def evaluate(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
-        """The alerts that hold now, most actionable first."""
+        """The alerts that hold now: what needs action first (worst first), then advice."""
+        watched = [row for row in processes if not row.own_child]
         alerts = self._lost(devices)
-        alerts += self._cpu_fallback(now, devices, processes)
-        alerts += self._stale(now, devices, processes)
-        alerts += self._starvation(now, devices, processes)
-        alerts += self._memory_growth(devices, processes)
+        alerts += self._cpu_fallback(now, devices, watched)
+        alerts += self._stale(now, devices, watched)
         alerts += self._memory_full(devices)
+        alerts += self._starvation(now, devices, watched)
+        alerts += self._memory_growth(devices, watched)
         alerts += self._unattributed(devices, processes)
-        return alerts
+        return ordered(alerts)
+
+    def idle_for(self, row: ProcessRow) -> float | None:
+        """Seconds the process has held GPU memory at 0 % SM (as of the last evaluation), or None."""
+        return self.idle_seconds.get(_key(row))
 
     def _lost(self, devices: list[DeviceSample]) -> list[Alert]:
         return [
@@ -125,35 +146,29 @@ class AlertRules:
     def _cpu_fallback(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
     ) -> list[Alert]:
-        alerts = []
-        if any(not d.lost for d in devices):
-            for row in processes:
-                if row.gpu_index is None and row.tensorflow_loaded:
-                    alerts.append(
-                        Alert(
-                            "cpu_fallback",
-                            Severity.WARNING,
-                            f"{_describe(row)} has TensorFlow loaded but holds no GPU memory: "
-                            "it is running on the CPU",
-                            FALLBACK_PROCESS_FIX,
-                            f"PID {row.pid}",
-                            NO_GPU_FINDING,
-                        )
-                    )
-        tf_gpus = {r.gpu_index for r in processes if r.tensorflow_loaded and (r.gpu_memory_mib or 0) > 0}
+        alerts = self._cpu_processes(now, devices, processes)
+        holders: dict[int, ProcessRow] = {}  # GPU -> its biggest TensorFlow holder
+        for row in processes:
+            if row.tensorflow_loaded and row.gpu_index is not None and (row.gpu_memory_mib or 0) > 0:
+                best = holders.get(row.gpu_index)
+                if best is None or (row.gpu_memory_mib or 0) > (best.gpu_memory_mib or 0):
+                    holders[row.gpu_index] = row
+        self.zero_util_seconds = {}
         for device in devices:
-            idle = device.utilization_percent == 0 and device.index in tf_gpus
-            if not idle:
+            holder = holders.get(device.index)
+            if device.lost or device.utilization_percent != 0 or holder is None:
                 self._gpu_idle_since.pop(device.index, None)
                 continue
             since = self._gpu_idle_since.setdefault(device.index, now)
+            self.zero_util_seconds[device.index] = now - since
             if now - since >= self.settings.fallback_seconds:
                 alerts.append(
                     Alert(
                         "cpu_fallback",
                         Severity.WARNING,
-                        f"GPU {device.index} has been at 0 % for {_minutes(now - since)} while a TensorFlow "
-                        "process holds its memory: the work is running on the CPU or starved for input",
+                        f"GPU {device.index} at 0 % over {_minutes(now - since)} while {_describe(holder)} "
+                        f"holds {_mib(holder.gpu_memory_mib or 0)} of it: the work is running on the CPU or "
+                        "starved for input",
                         FALLBACK_IDLE_FIX,
                         f"GPU {device.index}",
                         PLACEMENT_FINDING,
@@ -161,41 +176,94 @@ class AlertRules:
                 )
         return alerts
 
+    def _cpu_processes(
+        self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
+    ) -> list[Alert]:
+        """TensorFlow processes holding no GPU memory while a GPU is there; other users' and those that
+        hide the GPUs on purpose (CUDA_VISIBLE_DEVICES) at info level."""
+        live: set[ProcessKey] = set()
+        alerts: list[Alert] = []
+        if not any(not d.lost for d in devices):
+            self._cpu_since.clear()
+            return alerts
+        grace = min(CPU_FALLBACK_GRACE_SECONDS, self.settings.fallback_seconds)
+        for row in processes:
+            if row.gpu_index is not None or not row.tensorflow_loaded:
+                continue
+            key = _key(row)
+            live.add(key)
+            if now - self._cpu_since.setdefault(key, now) < grace:
+                continue
+            others = row.uid is not None and self.own_uid is not None and row.uid != self.own_uid
+            if row.gpus_hidden:
+                severity, why = Severity.INFO, "its CUDA_VISIBLE_DEVICES hides the GPUs, so on purpose"
+            elif others:
+                severity, why = Severity.INFO, f"another user's job ({row.user or row.uid})"
+            else:
+                severity, why = Severity.WARNING, "it is running on the CPU"
+            alerts.append(
+                Alert(
+                    "cpu_fallback",
+                    severity,
+                    f"{_describe(row)} has TensorFlow loaded but holds no GPU memory: {why}",
+                    FALLBACK_PROCESS_FIX,
+                    f"PID {row.pid}",
+                    NO_GPU_FINDING,
+                )
+            )
+        _forget_gone(self._cpu_since, live)
+        return alerts
+
     def _stale(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
+        """Processes holding GPU memory at 0 % SM for longer than stale_minutes: from the Jupyter server's
+        last activity when it says the kernel is idle (so on the first sample), else since we began watching.
+        """
         limit = self.settings.stale_minutes * 60
         gpu_busy = {d.index: d.utilization_percent for d in devices}
         live: set[ProcessKey] = set()
-        found: list[tuple[bool, float, Alert]] = []
+        found: list[tuple[float, float, Alert]] = []
+        self.idle_seconds = {}
         for row in processes:
             key = _key(row)
-            # without per-process SM % (older GPUs), an idle GPU is the best evidence there is
+            # the server's last activity counts unless it says the kernel is busy ("starting" for long: no
+            # client ever connected, so nothing can be running in it)
+            kernel_idle = row.jupyter is not None and row.jupyter.execution_state in IDLE_KERNEL_STATES
+            # without per-process SM % (older GPUs), an idle GPU or an idle kernel is the best evidence
             busy = row.sm_percent if row.sm_percent is not None else gpu_busy.get(row.gpu_index)
+            if row.sm_percent is None and kernel_idle:
+                busy = 0
             if row.gpu_index is None or not row.gpu_memory_mib or busy != 0:
                 continue
             live.add(key)
             since = self._process_idle_since.setdefault(key, now)
-            if row.jupyter is not None and row.jupyter.execution_state == "idle":
+            if kernel_idle and row.jupyter is not None:
                 activity = _iso_seconds(row.jupyter.last_activity)
                 if activity is not None:
                     since = min(since, activity)
-            idle = now - since
+            idle = max(0.0, now - since)
+            self.idle_seconds[key] = idle
             if idle < limit:
                 continue
-            fix = (
-                "Shut the kernel down from Jupyter (Kernel > Shut Down) or select the row and press k"
-                if row.jupyter is not None
-                else "If it is finished, end it: select the row and press k (or `kill -TERM <pid>`)"
-            )
-            if row.host_state is not HostState.OK:
-                fix = "It is not visible on this host; end it where it runs (the container needs --pid=host)"
-            message = (
-                f"{_describe(row)} has held {row.gpu_memory_mib:.0f} MiB on GPU {row.gpu_index} "
-                f"with 0 % SM for {_minutes(idle)}"
-            )
-            alert = Alert("stale_vram", Severity.WARNING, message, fix, f"PID {row.pid}")
-            found.append((row.jupyter is None, -idle, alert))
+            found.append((-row.gpu_memory_mib, -idle, self._stale_alert(row, idle)))
         _forget_gone(self._process_idle_since, live)
         return [alert for _, _, alert in sorted(found, key=lambda item: item[:2])]
+
+    def _stale_alert(self, row: ProcessRow, idle: float) -> Alert:
+        if row.host_state is not HostState.OK:
+            fix = "It is not visible on this host; end it where it runs (the container needs --pid=host)"
+        elif row.uid is not None and self.own_uid not in (None, 0) and row.uid != self.own_uid:
+            fix = f"It belongs to {row.user or row.uid}: ask them to end it (only they or root may)"
+        elif row.jupyter is not None:
+            fix = f"Shut the kernel down from Jupyter (Kernel > Shut Down), or {KILL_HINT}"
+        else:
+            fix = f"If it is finished, end it: {KILL_HINT} (or `kill -TERM {row.pid}`)"
+        message = (
+            f"{_describe(row)} has held {_mib(row.gpu_memory_mib or 0)} on GPU {row.gpu_index} at 0 % SM, "
+            f"idle for {_minutes(idle)}"
+        )
+        if row.host_state is HostState.OK:
+            message += " (k ends it)"
+        return Alert("stale_vram", Severity.WARNING, message, fix, f"PID {row.pid}")
 
     def _starvation(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
@@ -272,7 +340,7 @@ class AlertRules:
                 alerts.append(
                     Alert(
                         "memory_growth_off",
-                        Severity.WARNING,
+                        Severity.INFO,
                         f"{_describe(row)} holds {row.gpu_memory_mib:.0f} MiB ({share:.0f} %) of GPU "
                         f"{device.index}, which {others} other process{'es' if others > 1 else ''} share: "
                         "TensorFlow pre-allocates nearly all free memory unless memory growth is on, so the "

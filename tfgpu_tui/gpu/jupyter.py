@@ -1,49 +1,88 @@
-"""Jupyter kernels: the kernel id from a command line, and its notebook from the local server's sessions.
+"""Jupyter kernels: recognised from their command line at once, their notebook from the local server.
 
-A kernel runs as ``python -m ipykernel_launcher -f <runtime dir>/kernel-<id>.json``. Each Jupyter server
-writes ``jpserver-<pid>.json`` (classic Notebook: ``nbserver-<pid>.json``) into the same runtime directory,
-with its URL and token; ``GET {url}api/sessions`` maps kernel ids to notebook paths. Only loopback servers
-are asked, with a short timeout, and answers are cached.
+Every kernel launcher (``python -m ipykernel_launcher -f <runtime dir>/kernel-<id>.json``, ``-m ipykernel``,
+VS Code's and Colab's launchers, a connection file anywhere) is labelled from argv alone, synchronously. A
+Jupyter server (jupyter_server 2.x / JupyterLab / Notebook 7 write ``jpserver-<pid>.json``, Notebook 6
+``nbserver-<pid>.json``) records its URL, ``base_url`` and token in the runtime directory; ``GET
+{url}api/sessions`` and ``api/kernels`` map kernel ids to notebook paths, execution state and last activity.
+Only loopback servers are asked, with a short timeout; answers are cached for a few seconds. The first
+lookup is made inline (bounded), later ones in the background unless ``background`` is False.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import ssl
+import threading
+import time
+import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tfgpu_tui.gpu.model import JupyterKernel
-from tfgpu_tui.gpu.refresh import Periodic
+from tfgpu_tui.text_clean import clean_line
 
-KERNEL_FILE = re.compile(r"kernel-([0-9A-Za-z-]+)\.json$")
-LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
+KERNEL_FILE = re.compile(r"kernel-([0-9A-Za-z_.-]+?)\.json$")
+LAUNCHERS = ("ipykernel_launcher", "ipykernel", "colab_kernel_launcher", "kernel_launcher", "ipython_kernel")
+FILE_OPTIONS = ("-f", "--f", "--existing", "--connection-file", "--connection_file")
+FILE_PREFIXES = (
+    *(f"{opt}=" for opt in FILE_OPTIONS),
+    "--IPKernelApp.connection_file=",
+    "--KernelApp.connection_file=",
+)
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "ip6-localhost", "0.0.0.0", ""}  # noqa: S104 - we only ask
 REQUEST_TIMEOUT_SECONDS = 0.5
-SESSIONS_TTL_SECONDS = 10.0
+LOOKUP_BUDGET_SECONDS = 1.0  # all servers together, for one inline lookup
+SESSIONS_TTL_SECONDS = 5.0
+NO_SERVER = "no Jupyter server found (no jpserver-*.json or nbserver-*.json runtime file of this user)"
+TOKEN_UNREADABLE = "token not readable: the server's runtime file belongs to another user"
 
 
 @dataclass(frozen=True)
 class Session:
     """What a Jupyter server says about one kernel."""
 
-    path: str
+    path: str | None
     execution_state: str | None
     last_activity: str | None
+    server: str = ""
+
+
+@dataclass
+class Lookup:
+    """One round of asking every server found: kernel id -> Session, and why nothing was learnt."""
+
+    sessions: dict[str, Session] = field(default_factory=dict)
+    servers_answered: int = 0
+    why: str = NO_SERVER
 
 
 def kernel_connection_file(cmdline: list[str]) -> str | None:
-    """The ``-f`` connection file of an ipykernel command line, or None when it is not a kernel."""
-    if not any("ipykernel" in part for part in cmdline):
-        return None
+    """The connection file of a kernel's command line ('' for a launcher without one); None when it is not a
+    kernel. A ``-f`` option naming ``kernel-*.json`` marks a kernel whatever launched it."""
+    value: str | None = None
     for i, part in enumerate(cmdline):
-        if part in ("-f", "--f") and i + 1 < len(cmdline):
-            return cmdline[i + 1]
-        if part.startswith(("-f=", "--f=")):
-            return part.split("=", 1)[1]
-    return None
+        if part in FILE_OPTIONS and i + 1 < len(cmdline):
+            value = cmdline[i + 1]
+            break
+        if part.startswith(FILE_PREFIXES):
+            value = part.split("=", 1)[1]
+            break
+    launcher = any(_is_launcher(part) for part in cmdline[:4])
+    if value is not None and (launcher or (value.endswith(".json") and KERNEL_FILE.search(value))):
+        return value
+    return "" if launcher else None
+
+
+def _is_launcher(part: str) -> bool:
+    name = os.path.basename(part)
+    name = name[:-3] if name.endswith(".py") else name
+    return name in LAUNCHERS or name.startswith("ipykernel_launcher") or "kernel_launcher" in name
 
 
 def kernel_id_from_file(connection_file: str) -> str | None:
@@ -52,13 +91,28 @@ def kernel_id_from_file(connection_file: str) -> str | None:
     return match.group(1) if match else None
 
 
+def kernel_from_cmdline(cmdline: list[str]) -> JupyterKernel | None:
+    """The kernel a command line runs, labelled from argv alone (no server asked); None for non-kernels."""
+    connection_file = kernel_connection_file(cmdline)
+    if connection_file is None:
+        return None
+    if not connection_file:
+        return JupyterKernel("?", why_unknown="no connection file on its command line")
+    kernel_id = kernel_id_from_file(connection_file) or os.path.basename(connection_file)
+    return JupyterKernel(kernel_id, why_unknown="asking the Jupyter server")
+
+
 def default_runtime_dirs() -> list[Path]:
-    """Where Jupyter servers of this user write their runtime files."""
+    """Where this user's Jupyter servers write their runtime files (as jupyter_core decides, plus the old
+    ``$XDG_RUNTIME_DIR/jupyter``)."""
     found = [Path(os.environ["JUPYTER_RUNTIME_DIR"])] if os.environ.get("JUPYTER_RUNTIME_DIR") else []
     data = os.environ.get("JUPYTER_DATA_DIR") or os.path.join(
         os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "jupyter"
     )
-    return [*found, Path(data) / "runtime"]
+    found.append(Path(data) / "runtime")
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        found.append(Path(os.environ["XDG_RUNTIME_DIR"]) / "jupyter")
+    return found
 
 
 def server_files(runtime_dir: Path) -> list[Path]:
@@ -67,7 +121,92 @@ def server_files(runtime_dir: Path) -> list[Path]:
         files = [*runtime_dir.glob("jpserver-*.json"), *runtime_dir.glob("nbserver-*.json")]
     except OSError:
         return []
-    return sorted(files, key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True)
+
+    def mtime(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(files, key=mtime, reverse=True)
+
+
+def _server_alive(info: dict) -> bool:
+    """False for a runtime file left behind by a server that has exited (pid gone)."""
+    pid = info.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return True
+    return os.path.exists(f"/proc/{pid}") if os.path.isdir("/proc") else True
+
+
+def server_base_url(info: dict) -> str | None:
+    """The loopback URL (ending in ``/``) to ask a server at; None when it cannot be asked (unix socket)."""
+    if info.get("sock"):
+        return None
+    url = str(info.get("url") or "")
+    base = str(info.get("base_url") or "/")
+    if not base.startswith("/"):
+        base = "/" + base
+    parts = urlsplit(url) if url else None
+    scheme = "https" if info.get("secure") else (parts.scheme if parts and parts.scheme else "http")
+    if parts is None or parts.hostname not in LOOPBACK_HOSTS or parts.hostname in ("0.0.0.0", ""):  # noqa: S104
+        port = info.get("port") or (parts.port if parts else None)
+        if not port:
+            return None
+        url = f"{scheme}://127.0.0.1:{port}{base}"
+    url = url.split("?", 1)[0]
+    return url if url.endswith("/") else url + "/"
+
+
+def _get_json(url: str, token: str, timeout: float) -> object:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    if token:
+        request.add_header("Authorization", f"token {token}")
+    handlers: list = [urllib.request.ProxyHandler({})]  # never via a proxy
+    if url.startswith("https://"):  # a loopback server's self-signed certificate
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    with urllib.request.build_opener(*handlers).open(request, timeout=timeout) as response:
+        return json.loads(response.read(4 << 20))
+
+
+def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[dict[str, Session], str]:
+    """kernel id -> Session from one server (its runtime file's contents), and '' or why it failed."""
+    url = server_base_url(info)
+    if url is None:
+        return {}, "the server listens on a unix socket"
+    token = str(info.get("token") or "")
+    found: dict[str, Session] = {}
+    try:
+        sessions = _get_json(url + "api/sessions", token, timeout)
+        try:  # kernels started without a notebook session (state and last activity only)
+            kernels = _get_json(url + "api/kernels", token, timeout)
+        except (OSError, ValueError):
+            kernels = []
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            return {}, f"the Jupyter server at {url} refused the token from its runtime file"
+        return {}, f"the Jupyter server at {url} answered HTTP {error.code}"
+    except (OSError, ValueError) as error:
+        return {}, f"the Jupyter server at {url} did not answer ({getattr(error, 'reason', error)})"
+    for kernel in kernels if isinstance(kernels, list) else []:
+        if isinstance(kernel, dict) and kernel.get("id"):
+            found[kernel["id"]] = Session(
+                None, kernel.get("execution_state"), kernel.get("last_activity"), url
+            )
+    for session in sessions if isinstance(sessions, list) else []:
+        kernel = session.get("kernel") if isinstance(session, dict) else None
+        if isinstance(kernel, dict) and kernel.get("id"):
+            path = session.get("path") or (session.get("notebook") or {}).get("path") or session.get("name")
+            found[kernel["id"]] = Session(
+                clean_line(str(path)) if path else None,
+                kernel.get("execution_state"),
+                kernel.get("last_activity"),
+                url,
+            )
+    return found, ""
 
 
 def fetch_sessions(server_file: Path, timeout: float = REQUEST_TIMEOUT_SECONDS) -> dict[str, Session]:
@@ -76,77 +215,113 @@ def fetch_sessions(server_file: Path, timeout: float = REQUEST_TIMEOUT_SECONDS) 
         info = json.loads(server_file.read_text())
     except (OSError, ValueError):
         return {}
-    url = info.get("url") or ""
-    if not url and info.get("port"):
-        url = f"http://127.0.0.1:{info['port']}{info.get('base_url', '/')}"
-    if urlsplit(url).hostname not in LOOPBACK_HOSTS:
-        url = f"http://127.0.0.1:{info.get('port')}{info.get('base_url', '/')}" if info.get("port") else ""
-    if not url:
-        return {}
-    if not url.endswith("/"):
-        url += "/"
-    request = urllib.request.Request(url + "api/sessions")
-    if info.get("token"):
-        request.add_header("Authorization", f"token {info['token']}")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
-    try:
-        with opener.open(request, timeout=timeout) as response:
-            sessions = json.loads(response.read())
-    except (OSError, ValueError):
-        return {}
-    found: dict[str, Session] = {}
-    for session in sessions if isinstance(sessions, list) else []:
-        kernel = session.get("kernel") or {}
-        if kernel.get("id"):
-            found[kernel["id"]] = Session(
-                session.get("path") or session.get("name") or "",
-                kernel.get("execution_state"),
-                kernel.get("last_activity"),
-            )
-    return found
+    return ask_server(info, timeout)[0] if isinstance(info, dict) else {}
+
+
+def lookup(folders: list[Path], budget: float = LOOKUP_BUDGET_SECONDS) -> Lookup:
+    """Ask every live server whose runtime file is in ``folders``, within ``budget`` seconds in all."""
+    deadline = time.monotonic() + budget
+    result = Lookup()
+    files = [file for folder in dict.fromkeys(folders) for file in server_files(folder)]
+    if not files:
+        return result
+    reasons: list[str] = []
+    for server_file in files:
+        try:
+            info = json.loads(server_file.read_text())
+        except PermissionError:
+            reasons.append(TOKEN_UNREADABLE)
+            continue
+        except (OSError, ValueError):
+            continue
+        if not isinstance(info, dict) or not _server_alive(info):
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            reasons.append("the Jupyter servers did not all answer in time")
+            break
+        sessions, why = ask_server(info, min(REQUEST_TIMEOUT_SECONDS, left))
+        if why:
+            reasons.append(why)
+            continue
+        result.servers_answered += 1
+        for kernel_id, session in sessions.items():  # a notebook session beats a bare kernel entry
+            if kernel_id not in result.sessions or session.path:
+                result.sessions[kernel_id] = session
+    if result.servers_answered:
+        result.why = "no running Jupyter server of this user lists this kernel (started by another tool?)"
+    elif reasons:
+        result.why = reasons[0]
+    return result
 
 
 class JupyterResolver:
-    """Turns kernel command lines into JupyterKernel values, asking local servers in the background."""
+    """Adds the server's view (notebook, state, last activity) to kernels recognised from argv.
 
-    def __init__(self, background: bool = True, timeout: float = REQUEST_TIMEOUT_SECONDS) -> None:
+    The first lookup runs inline (bounded by LOOKUP_BUDGET_SECONDS); later ones every SESSIONS_TTL_SECONDS,
+    in a daemon thread with ``background`` (the app) or inline without (one-shot commands). A kernel the
+    cached answer does not know triggers an early refresh (a notebook opened since).
+    """
+
+    def __init__(self, background: bool = True, budget: float = LOOKUP_BUDGET_SECONDS) -> None:
         self._background = background
-        self._timeout = timeout
-        self._dirs: dict[str, Periodic[dict[str, Session] | None]] = {}
+        self._budget = budget
+        self._lock = threading.Lock()
+        self._result: Lookup | None = None
+        self._stamp = 0.0
+        self._running = False
+        self._extra_dirs: set[Path] = set()
 
-    def _sessions_for(self, runtime_dir: str) -> dict[str, Session] | None:
-        """Sessions of every server in ``runtime_dir`` (the kernel's connection-file folder) and the usual
-        runtime folders; None when there is no readable server file."""
-        folders = dict.fromkeys([Path(runtime_dir), *default_runtime_dirs()])
-        files = [file for folder in folders for file in server_files(folder)]
-        if not files:
-            return None
-        merged: dict[str, Session] = {}
-        for server_file in files:
-            merged.update(fetch_sessions(server_file, self._timeout))
-        return merged
+    def _refresh(self) -> None:
+        with self._lock:
+            folders = [*sorted(self._extra_dirs), *default_runtime_dirs()]
+        try:
+            result = lookup(folders, self._budget)
+        except Exception:  # noqa: BLE001 - a lookup must never break sampling
+            result = Lookup(why="the Jupyter server lookup failed")
+        with self._lock:
+            self._result, self._stamp, self._running = result, time.monotonic(), False
+
+    def _current(self, kernel_id: str, runtime_dir: Path | None) -> Lookup | None:
+        """The cached lookup, refreshed inline the first time and when stale or missing this kernel."""
+        with self._lock:
+            if runtime_dir is not None and runtime_dir not in self._extra_dirs:
+                self._extra_dirs.add(runtime_dir)
+                self._stamp = 0.0
+            age = time.monotonic() - self._stamp
+            unknown = self._result is not None and kernel_id not in self._result.sessions
+            due = self._result is None or age >= SESSIONS_TTL_SECONDS or (unknown and age >= 1.0)
+            inline = self._result is None or not self._background
+            if due and not self._running:
+                self._running = True
+            else:
+                due = False
+        if due and inline:
+            self._refresh()
+        elif due:
+            threading.Thread(target=self._refresh, name="tfgpu-jupyter", daemon=True).start()
+        with self._lock:
+            return self._result
 
     def resolve(self, cmdline: list[str]) -> JupyterKernel | None:
         """The kernel this command line runs, with its notebook when a local server says so."""
-        connection_file = kernel_connection_file(cmdline)
-        if connection_file is None:
-            return None
-        kernel_id = kernel_id_from_file(connection_file) or os.path.basename(connection_file)
-        runtime_dir = os.path.dirname(connection_file) or "."
-        periodic = self._dirs.get(runtime_dir)
-        if periodic is None:
-            periodic = Periodic(
-                lambda: self._sessions_for(runtime_dir), SESSIONS_TTL_SECONDS, {}, background=self._background
-            )
-            self._dirs[runtime_dir] = periodic
-        sessions = periodic.get()
-        if sessions is None:
-            why = (
-                "no Jupyter server file readable in its runtime directory "
-                "(another user's server, or started with a different JUPYTER_RUNTIME_DIR)"
-            )
-            return JupyterKernel(kernel_id, why_unknown=why)
-        session = sessions.get(kernel_id)
+        kernel = kernel_from_cmdline(cmdline)
+        if kernel is None or kernel.kernel_id == "?":
+            return kernel
+        connection_file = kernel_connection_file(cmdline) or ""
+        runtime_dir = Path(os.path.dirname(connection_file)) if os.path.isabs(connection_file) else None
+        result = self._current(kernel.kernel_id, runtime_dir)
+        if result is None:
+            return kernel
+        session = result.sessions.get(kernel.kernel_id)
         if session is None:
-            return JupyterKernel(kernel_id, why_unknown="no local Jupyter server lists this kernel")
-        return JupyterKernel(kernel_id, session.path, "", session.execution_state, session.last_activity)
+            return JupyterKernel(kernel.kernel_id, why_unknown=result.why)
+        why = "" if session.path else "the server lists the kernel but no notebook session for it"
+        return JupyterKernel(
+            kernel.kernel_id, session.path, why, session.execution_state, session.last_activity
+        )
+
+    def forget(self) -> None:
+        """Make the next resolve ask the servers again."""
+        with contextlib.suppress(Exception), self._lock:
+            self._stamp = 0.0

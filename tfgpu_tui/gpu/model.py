@@ -60,6 +60,8 @@ class DeviceSample:
     performance_state: int | None
     lost: bool = False
     unavailable: dict[str, str] = field(default_factory=dict)
+    # seconds this GPU has read 0 % while a TensorFlow process holds its memory (added by the Sampler)
+    zero_util_seconds: float | None = None
     # read where the source has them (NVML); the last four only by an extended source (the exporter's)
     memory_util_percent: float | None = None  # memory controller busy %
     memory_free_mib: float | None = None
@@ -124,6 +126,9 @@ class ProcessRow:
     tensorflow_loaded: bool | None = None
     jupyter: JupyterKernel | None = None
     parent_pid: int | None = None  # added by the GPU core: a zombie's parent is the one to end
+    own_child: bool = False  # a tfgpu-tui child (environment or batch probe): never alerted on
+    gpus_hidden: bool = False  # its CUDA_VISIBLE_DEVICES hides every GPU: on the CPU on purpose
+    idle_seconds: float | None = None  # how long it has held GPU memory at 0 % SM (added by the Sampler)
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -1,13 +1,16 @@
 """Host details for GPU processes (user, command, CPU, memory, TensorFlow loaded?, Jupyter kernel), the
 TensorFlow processes running on the CPU, and the host's own CPU and memory.
 
-Per-PID details are cached by (pid, start time): the static parts (user, command, Jupyter kernel) are read
-once; each refresh reads only ``/proc/PID/stat``. Whole-host scans run in the background, rarely.
+Per-PID details are cached by (pid, start time): the static parts (user, command line, Jupyter kernel, whether
+it is one of tfgpu-tui's own children) are read once; each refresh reads only ``/proc/PID/stat`` (and asks the
+cached Jupyter lookup for a kernel's state). The whole-host scan for TensorFlow on the CPU runs every
+CPU_SCAN_SECONDS, in the background for the app.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,11 +22,16 @@ from tfgpu_tui.gpu.jupyter import JupyterResolver
 from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
 from tfgpu_tui.gpu.refresh import Periodic
 from tfgpu_tui.gpu.source import GpuProcess, SignalOutcome
+from tfgpu_tui.own_children import argv_is_child, environ_is_child
+from tfgpu_tui.text_clean import clean_line
 
 PROC = "/proc"
 TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
-TF_RECHECK_SECONDS = 15.0  # a process may import TensorFlow after it starts
-CPU_SCAN_SECONDS = 10.0
+TF_RECHECK_SECONDS = 2.0  # a process may import TensorFlow after it starts
+GPU_TF_RECHECK_SECONDS = 10.0  # a GPU process has usually loaded its framework before it holds a context
+CPU_SCAN_SECONDS = 1.5  # a CPU fallback is to be flagged within 5 s
+OTHER_RECHECK_SECONDS = 30.0  # a process that is not Python: its comm changes only on exec
+HIDDEN_GPUS = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 MIN_CPU_WINDOW_SECONDS = 0.2  # a PID on several GPUs is read more than once per refresh
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
@@ -83,6 +91,23 @@ def tensorflow_loaded(pid: int) -> bool | None:
     return False
 
 
+def read_environ(pid: int) -> bytes | None:
+    """The raw ``/proc/PID/environ`` (readable for one's own processes only); None when unreadable."""
+    try:
+        with open(f"{PROC}/{pid}/environ", "rb") as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return None
+
+
+def gpus_hidden(environ: bytes | None) -> bool:
+    """Whether the environment hides every GPU from CUDA (``CUDA_VISIBLE_DEVICES`` empty or -1)."""
+    for entry in (environ or b"").split(b"\0"):
+        if entry.startswith(b"CUDA_VISIBLE_DEVICES="):
+            return entry.split(b"=", 1)[1].decode(errors="replace").strip().lower() in HIDDEN_GPUS
+    return False
+
+
 def in_other_pid_namespace() -> bool:
     """Whether we probably run in a container, where NVML reports host PIDs we cannot see."""
     markers = ("/.dockerenv", "/run/.containerenv")
@@ -130,6 +155,8 @@ class _Known:
     cpu_percent: float | None = None
     cmdline: list[str] = field(default_factory=list)
     stat_fd: int | None = None
+    own_child: bool = False
+    gpus_hidden: bool = False
 
     def close(self) -> None:
         """Release the descriptor on /proc/PID/stat."""
@@ -150,7 +177,8 @@ class HostInspector:
         self._cpu_scan: Periodic[list[int]] = Periodic(
             self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, [], background
         )
-        self._scan_known: dict[int, tuple[int, bool | None, float]] = {}  # pid -> (start, tf, checked)
+        # pid -> (start ticks, TensorFlow loaded, checked at, recheck after)
+        self._scan_known: dict[int, tuple[int, bool | None, float, float]] = {}
 
     # -- per-process details --------------------------------------------------------------------------------
     def _learn(self, pid: int, stat: ProcStat) -> _Known:
@@ -163,20 +191,31 @@ class HostInspector:
                 uid = process.uids().real
                 create_time = process.create_time()
                 try:
-                    user = process.username()
+                    user = clean_line(process.username())
                 except (KeyError, psutil.Error):
                     user = str(uid)
             try:
                 cmdline = process.cmdline()
             except psutil.AccessDenied:
                 cmdline = []
-            command = " ".join(cmdline) if cmdline else f"[{process.name()}]"
+            # Cleaned (text_clean.py): another process's argv or name must not drive our terminal.
+            command = clean_line(" ".join(cmdline) if cmdline else f"[{process.name()}]")
         except psutil.NoSuchProcess:
             return _Known(stat.start_ticks, HostState.NO_SUCH_PROCESS)
         except psutil.AccessDenied:
             return _Known(stat.start_ticks, HostState.NO_PERMISSION)
+        environ = read_environ(pid)
         known = _Known(
-            stat.start_ticks, HostState.OK, user, uid, command, create_time, stat_fd=open_stat(pid)
+            stat.start_ticks,
+            HostState.OK,
+            user,
+            uid,
+            command,
+            create_time,
+            cmdline=cmdline,
+            stat_fd=open_stat(pid),
+            own_child=argv_is_child(cmdline) or environ_is_child(environ or b""),
+            gpus_hidden=gpus_hidden(environ),
         )
         known.jupyter = self._jupyter.resolve(cmdline) if cmdline else None
         return known
@@ -207,7 +246,9 @@ class HostInspector:
             self._known[pid] = known
         now = self._clock()
         if known.state is HostState.OK and (
-            known.tensorflow is None or not known.tensorflow and now - known.tf_checked >= TF_RECHECK_SECONDS
+            known.tensorflow is None
+            or not known.tensorflow
+            and now - known.tf_checked >= GPU_TF_RECHECK_SECONDS
         ):
             known.tensorflow = tensorflow_loaded(pid)
             known.tf_checked = now
@@ -216,7 +257,7 @@ class HostInspector:
                 cpu = 100.0 * (stat.cpu_ticks - known.last_ticks) / CLOCK_TICKS / (now - known.last_time)
                 known.cpu_percent = round(max(cpu, 0.0), 1)
             known.last_ticks, known.last_time = stat.cpu_ticks, now
-        if known.jupyter is not None and known.jupyter.notebook_path is None:
+        if known.jupyter is not None and known.cmdline:  # cached lookup: state and last activity stay fresh
             known.jupyter = self._jupyter.resolve(known.cmdline)
         return ProcessRow(
             pid,
@@ -234,6 +275,8 @@ class HostInspector:
             tensorflow_loaded=known.tensorflow,
             jupyter=known.jupyter,
             parent_pid=stat.parent_pid or None,
+            own_child=known.own_child,
+            gpus_hidden=known.gpus_hidden,
         )
 
     def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
@@ -256,7 +299,7 @@ class HostInspector:
         """PIDs of Python processes with TensorFlow loaded (all of them, GPU or not), cheaply re-scanned."""
         now = self._clock()
         found: list[int] = []
-        seen: dict[int, tuple[int, bool | None, float]] = {}
+        seen: dict[int, tuple[int, bool | None, float, float]] = {}
         for name in os.listdir(PROC):
             if not name.isdigit() or int(name) == self._self_pid:
                 continue
@@ -265,14 +308,13 @@ class HostInspector:
             if stat is None or stat.state == "Z":
                 continue
             previous = self._scan_known.get(pid)
-            if (
-                previous
-                and previous[0] == stat.start_ticks
-                and (previous[1] is not False or now - previous[2] < 3 * CPU_SCAN_SECONDS)
-            ):
+            if previous and previous[0] == stat.start_ticks and previous[1] is not False:
+                seen[pid] = previous  # TensorFlow stays loaded; unreadable stays unreadable
+            elif previous and previous[0] == stat.start_ticks and now - previous[2] < previous[3]:
                 seen[pid] = previous
             else:
-                seen[pid] = (stat.start_ticks, _python_tensorflow(pid), now)
+                found_tf, recheck = _python_tensorflow(pid)
+                seen[pid] = (stat.start_ticks, found_tf, now, recheck)
             if seen[pid][1]:
                 found.append(pid)
         self._scan_known = seen
@@ -295,10 +337,14 @@ class HostInspector:
         return host_stats()
 
     def terminate(
-        self, row: ProcessRow, grace_seconds: float, on_progress: Callable[[str], None] | None = None
+        self,
+        row: ProcessRow,
+        grace_seconds: float,
+        on_progress: Callable[[str], None] | None = None,
+        first_signal: signal.Signals = signal.SIGTERM,
     ) -> SignalOutcome:
         """The safe signal path of kill.py."""
-        return kill.terminate_process(row.identity, grace_seconds, on_progress)
+        return kill.terminate_process(row.identity, grace_seconds, on_progress, first_signal=first_signal)
 
     def close(self) -> None:
         """Drop the caches and their descriptors."""
@@ -306,13 +352,14 @@ class HostInspector:
             self._drop(pid)
 
 
-def _python_tensorflow(pid: int) -> bool | None:
-    """TensorFlow loaded in a Python process; False for anything that is not Python (checked cheaply)."""
+def _python_tensorflow(pid: int) -> tuple[bool | None, float]:
+    """TensorFlow loaded in a Python process (False for anything that is not Python, checked cheaply), and
+    how long that answer holds: a Python process may import TensorFlow any moment."""
     try:
         with open(f"{PROC}/{pid}/comm", "rb") as handle:
             comm = handle.read()
     except OSError:
-        return None
+        return None, OTHER_RECHECK_SECONDS
     if not comm.startswith(b"python") and b"ipykernel" not in comm:
-        return False
-    return tensorflow_loaded(pid)
+        return False, OTHER_RECHECK_SECONDS
+    return tensorflow_loaded(pid), TF_RECHECK_SECONDS

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.alerts import AlertRules
@@ -94,12 +96,13 @@ class Sampler:
             rows.sort(key=_row_order)
             self.history.add(now, reading.devices)
             alerts = self._alerts(reading, now, rows)
+            devices, rows = self._with_idle_times(reading, rows)
             snapshot = Snapshot(
                 timestamp=now,
                 simulated=self.simulated,
                 error=reading.error,
                 driver=reading.driver,
-                devices=reading.devices,
+                devices=devices,
                 processes=rows,
                 host=host,
                 alerts=alerts,
@@ -107,6 +110,22 @@ class Sampler:
             )
             self.last = snapshot
             return snapshot
+
+    def _with_idle_times(self, reading: GpuReading, rows: list[ProcessRow]) -> tuple[list, list[ProcessRow]]:
+        """Devices with their "0 % for N s" and rows with their "idle N min", as the rules last saw them."""
+        zero = self.rules.zero_util_seconds
+        devices = [
+            replace(d, zero_util_seconds=round(zero[d.index], 1)) if d.index in zero else d
+            for d in reading.devices
+        ]
+        if self.rules.idle_seconds:
+            rows = [
+                replace(row, idle_seconds=round(idle, 1))
+                if (idle := self.rules.idle_for(row)) is not None
+                else row
+                for row in rows
+            ]
+        return devices, rows
 
     def _read(self) -> GpuReading:
         try:
@@ -191,8 +210,14 @@ class Sampler:
             if r.pid == pid and r.gpu_index is not None
         }
 
-    def kill(self, row: ProcessRow, on_progress: Callable[[str], None] | None = None) -> KillOutcome:
-        """Blocking safe kill: identity re-check, SIGTERM, grace, SIGKILL, then confirm memory was freed."""
+    def kill(
+        self,
+        row: ProcessRow,
+        on_progress: Callable[[str], None] | None = None,
+        first_signal: signal.Signals = signal.SIGTERM,
+    ) -> KillOutcome:
+        """Blocking safe kill: identity re-check, `first_signal` (SIGTERM by default), grace, SIGKILL, then
+        confirm memory was freed."""
         refusal = self.kill_refusal(row)
         if refusal:
             return KillOutcome(row.pid, "refused", refusal)
@@ -200,7 +225,7 @@ class Sampler:
         if not before and row.gpu_index is not None:
             before = {row.gpu_index: row.gpu_memory_mib}
         try:
-            outcome = self.host.terminate(row, self.settings.kill_grace_seconds, on_progress)
+            outcome = self.host.terminate(row, self.settings.kill_grace_seconds, on_progress, first_signal)
         except Exception as exc:
             return KillOutcome(row.pid, "error", f"Could not signal PID {row.pid}: {exc}")
         if outcome.result not in ("ended", "still_alive"):

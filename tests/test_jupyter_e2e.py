@@ -1,0 +1,286 @@
+"""End to end with a real Jupyter server and real kernels holding (scripted) GPU memory.
+
+One jupyter_server per module (port 0, random token, a non-root base_url, a temporary runtime dir); a notebook
+session is opened through its REST API and the kernel's real PID is put into a fakenvml scenario holding VRAM
+at 0 % SM. Also a kernel started by its own launcher with no server, and the child-marker rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from waiting import wait_for, wait_until
+
+from tfgpu_tui.gpu.jupyter import NO_SERVER
+from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+
+NOTEBOOK = "work/analysis.ipynb"
+HELD_MIB = 18432
+EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _api(server: dict, method: str, path: str, body: object | None = None) -> object:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(server["url"] + path, data=data, method=method)
+    request.add_header("Authorization", f"token {server['token']}")
+    request.add_header("Content-Type", "application/json")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as response:
+        text = response.read()
+    return json.loads(text) if text else None
+
+
+async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
+    """What a browser tab does: connect to the kernel's channels until it reports idle, then go away."""
+    import aiohttp
+
+    url = server["url"].replace("http://", "ws://") + f"api/kernels/{kernel_id}/channels"
+    headers = {"Authorization": f"token {server['token']}"}
+    async with aiohttp.ClientSession() as client, client.ws_connect(url, headers=headers) as socket:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = await socket.receive(timeout=deadline - time.monotonic())
+            data = json.loads(message.data) if message.type == aiohttp.WSMsgType.TEXT else {}
+            if data.get("msg_type") == "status" and data["content"].get("execution_state") == "idle":
+                return
+    raise AssertionError("the kernel never reported idle")
+
+
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory: pytest.TempPathFactory):
+    """A real jupyter_server with one notebook session; yields the runtime info plus kernel id and PID."""
+    base = tmp_path_factory.mktemp("jupyter")
+    runtime, root = base / "runtime", base / "root"
+    (root / "work").mkdir(parents=True)
+    (root / NOTEBOOK).write_text(json.dumps(EMPTY_NOTEBOOK))
+    token = secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_DATA_DIR": str(base / "data"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyter_server", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.base_url=/jp/",
+            "--ServerApp.open_browser=False", "--allow-root",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: list(runtime.glob("jpserver-*.json")), timeout=60)
+        info = json.loads(next(runtime.glob("jpserver-*.json")).read_text())
+        info["url"] = f"http://127.0.0.1:{info['port']}{info['base_url']}"
+        session = _api(
+            info,
+            "POST",
+            "api/sessions",
+            {"path": NOTEBOOK, "type": "notebook", "kernel": {"name": "python3"}},
+        )
+        kernel_id = session["kernel"]["id"]  # type: ignore[index]
+
+        def kernel_pid() -> int | None:
+            for child in psutil.Process(server.pid).children(recursive=True):
+                if any(kernel_id in part for part in child.cmdline()):
+                    return child.pid
+            return None
+
+        wait_for(kernel_pid, timeout=60)
+        asyncio.run(_open_and_close_notebook_tab(info, kernel_id))
+        wait_for(lambda: _api(info, "GET", f"api/kernels/{kernel_id}")["execution_state"] == "idle", 60)  # type: ignore[index]
+        time.sleep(0.5)  # idle a moment longer than the tests' stale threshold
+        yield {**info, "runtime": runtime, "kernel_id": kernel_id, "pid": kernel_pid(), "server": server}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def kernel_scenario(pid: int) -> str:
+    return (
+        'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=0\n'
+        'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=0\n'
+        f"process gpu=0 pid={pid} used_mib={HELD_MIB} sm=0\n"
+    )
+
+
+def low_stale_config(tmp_path: Path) -> Path:
+    config = tmp_path / "config.toml"
+    config.write_text("stale_minutes = 0.005\n")  # 0.3 s: the kernel has been idle for longer
+    return config
+
+
+def test_one_shot_gpus_json_names_the_notebook_and_flags_it_stale(
+    jupyter: dict, fakenvml_lib_dir: Path, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "scenario.txt"
+    scenario.write_text(kernel_scenario(jupyter["pid"]))
+    env = {
+        **os.environ,
+        "LD_LIBRARY_PATH": str(fakenvml_lib_dir),
+        "FAKE_NVML_SCENARIO": str(scenario),
+        "JUPYTER_RUNTIME_DIR": str(jupyter["runtime"]),
+        "TFGPU_TUI_CONFIG": str(low_stale_config(tmp_path)),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tfgpu_tui", "gpus", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    row = next(p for p in data["processes"] if p["pid"] == jupyter["pid"])
+    assert row["jupyter"]["kernel_id"] == jupyter["kernel_id"]
+    assert row["jupyter"]["notebook_path"] == NOTEBOOK and row["jupyter"]["execution_state"] == "idle"
+    stale = [a for a in data["alerts"] if a["kind"] == "stale_vram"]
+    assert stale and NOTEBOOK in stale[0]["message"] and "18.0 GiB" in stale[0]["message"]
+    assert "press k" in stale[0]["fix"] and data["alerts"][0]["kind"] == "stale_vram"
+    assert data["sampled_seconds"] < 1.5  # nothing needed the confirmation window
+
+
+async def test_first_frame_names_the_notebook_and_the_stale_alert(
+    jupyter: dict, scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.ui.header import StatusHeader
+    from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter["runtime"]))
+    scenario(kernel_scenario(jupyter["pid"]))
+    from tfgpu_tui.settings import Settings
+
+    app = TfgpuApp(Settings(stale_minutes=0.005, interval=5.0))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(ProcessTable)
+        await wait_until(pilot, lambda: table.rows_shown, timeout=15)
+        first = table.rows_shown[0].process  # the first sample's rows (the next one is 5 s away)
+        assert first.pid == jupyter["pid"] and first.jupyter is not None
+        assert first.jupyter.notebook_path == NOTEBOOK
+        header = app.query_one(StatusHeader)
+        await wait_until(pilot, lambda: header.alert is not None, timeout=5)
+        assert header.alert.kind == "stale_vram" and NOTEBOOK in header.alert.message
+
+
+def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
+    jupyter: dict, scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfgpu_tui.gpu.nvml import NvmlSource
+    from tfgpu_tui.gpu.processes import HostInspector
+    from tfgpu_tui.gpu.sampler import Sampler
+    from tfgpu_tui.settings import Settings
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter["runtime"]))
+    scenario(kernel_scenario(jupyter["pid"]))
+    sampler = Sampler(Settings(kill_grace_seconds=5), NvmlSource(), HostInspector(background=False))
+    try:
+        row = next(r for r in sampler.sample().processes if r.pid == jupyter["pid"])
+        assert row.jupyter is not None and row.jupyter.notebook_path == NOTEBOOK
+        outcome = sampler.kill(row)
+        assert outcome.result == "freed" and outcome.freed_mib == HELD_MIB
+        assert sampler.sample().devices[0].memory_used_mib == 500
+    finally:
+        sampler.close()
+
+    def server_lost_it() -> bool:
+        """Dead, or (Jupyter's default autorestart) running again as a fresh process without our memory."""
+        state = _api(jupyter, "GET", f"api/kernels/{jupyter['kernel_id']}")
+        return state["execution_state"] in ("dead", "restarting", "starting", "idle")  # type: ignore[index]
+
+    wait_for(lambda: not psutil.pid_exists(jupyter["pid"]), timeout=10)
+    wait_for(server_lost_it, timeout=20)
+
+
+@pytest.fixture
+def lonely_kernel(tmp_path: Path):
+    """A kernel started by its own launcher, with a connection file and no server anywhere."""
+    runtime = tmp_path / "no-server"
+    runtime.mkdir()
+    connection = runtime / f"kernel-{uuid.uuid4()}.json"
+    kernel = subprocess.Popen(
+        [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)},
+    )
+    wait_for(connection.exists, timeout=60)
+    yield kernel, runtime, connection
+    kernel.kill()
+    kernel.wait()
+
+
+def test_kernel_without_a_server_is_named_and_flagged_after_the_threshold(
+    lonely_kernel, scenario, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tfgpu_tui.gpu.nvml import NvmlSource
+    from tfgpu_tui.gpu.processes import HostInspector
+    from tfgpu_tui.gpu.sampler import Sampler
+    from tfgpu_tui.settings import Settings
+
+    kernel, runtime, connection = lonely_kernel
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    scenario(kernel_scenario(kernel.pid))
+    sampler = Sampler(Settings(stale_minutes=0.02), NvmlSource(), HostInspector(background=False))
+    try:
+        first = sampler.sample()
+        row = next(r for r in first.processes if r.pid == kernel.pid)
+        kernel_id = connection.name[len("kernel-") : -len(".json")]
+        assert row.jupyter is not None and row.jupyter.kernel_id == kernel_id
+        assert row.jupyter.why_unknown == NO_SERVER and row.idle_seconds == 0
+        assert not [a for a in first.alerts if a.kind == "stale_vram"]  # counted from when we began watching
+        time.sleep(1.3)
+        later = sampler.sample()
+        stale = [a for a in later.alerts if a.kind == "stale_vram"]
+        assert stale and kernel_id in stale[0].message and later.alerts[0] is stale[0]
+        assert next(r for r in later.processes if r.pid == kernel.pid).idle_seconds >= 1.2
+    finally:
+        sampler.close()
+
+
+def test_a_marked_tfgpu_tui_child_raises_no_alert(scenario, sleepers) -> None:
+    from tfgpu_tui.gpu.nvml import NvmlSource
+    from tfgpu_tui.gpu.processes import HostInspector
+    from tfgpu_tui.gpu.sampler import Sampler
+    from tfgpu_tui.settings import Settings
+
+    probe_child = subprocess.Popen(["sleep", "60"], env={**os.environ, CHILD_ENV_VAR: CHILD_ENV_VALUE})
+    (stranger,) = sleepers(1)
+    try:
+        scenario(
+            'device name="NVIDIA H200" total_mib=143771 util=0\n'
+            f"process gpu=0 pid={probe_child.pid} used_mib=4096 sm=0\n"
+            f"process gpu=0 pid={stranger.pid} used_mib=4096 sm=0\n"
+        )
+        sampler = Sampler(Settings(stale_minutes=0.001), NvmlSource(), HostInspector(background=False))
+        sampler.sample()
+        time.sleep(0.1)
+        snapshot = sampler.sample()
+        sampler.close()
+        rows = {r.pid: r for r in snapshot.processes}
+        assert rows[probe_child.pid].own_child and not rows[stranger.pid].own_child
+        subjects = {a.subject for a in snapshot.alerts}
+        assert f"PID {stranger.pid}" in subjects and f"PID {probe_child.pid}" not in subjects
+    finally:
+        probe_child.kill()
+        probe_child.wait()
