@@ -64,8 +64,12 @@ starvation_minutes = 5
 starvation_util_percent = 40
 starvation_cpu_percent = 150
 memory_growth_percent = 85
-probe_timeout_seconds = 300
-probe_budget_mb = 20000
+env_check_timeout_seconds = 300
+batch_budget_mb = 20000
+least_privilege = true
+allow_kill = true
+allow_code = true
+log_root = "~/runs"
 checkpoint_max_epochs = 3
 checkpoint_max_minutes = 12.5
 """
@@ -88,8 +92,10 @@ def test_file_values_are_applied(config_file: Path) -> None:
     assert settings.memory_full_percent == 90
     assert (settings.starvation_minutes, settings.starvation_util_percent) == (5, 40)
     assert (settings.starvation_cpu_percent, settings.memory_growth_percent) == (150, 85)
-    assert settings.probe_timeout_seconds == 300
-    assert settings.probe_budget_mb == 20000
+    assert settings.env_check_timeout_seconds == 300
+    assert settings.batch_budget_mb == 20000
+    assert (settings.least_privilege, settings.allow_kill, settings.allow_code) == (True, True, True)
+    assert settings.log_root == home / "runs"
     assert (settings.checkpoint_max_epochs, settings.checkpoint_max_minutes) == (3, 12.5)
 
 
@@ -141,12 +147,12 @@ def test_unknown_key_far_from_any_lists_the_known_keys() -> None:
     [
         ('interval = "fast"', "interval must be a number, got 'fast'"),
         ("readonly = 1", "readonly must be true or false, got 1"),
-        ("probe_budget_mb = 1.5", "probe_budget_mb must be a whole number, got 1.5"),
+        ("batch_budget_mb = 1.5", "batch_budget_mb must be a whole number, got 1.5"),
         ("log_path = 3", "log_path must be a non-empty string, got 3"),
         ("stale_minutes = true", "stale_minutes must be a number, got True"),
-        ("interval = 0.1", "interval must be at least 0.25, got 0.1"),
-        ("memory_full_percent = 120", "memory_full_percent must be between 0 (exclusive) and 100, got 120"),
-        ("fallback_seconds = -5", "fallback_seconds must be greater than 0, got -5"),
+        ("interval = 0.1", "interval must be between 0.25 and 3600, got 0.1; using the default 1.0"),
+        ("memory_full_percent = 120", "memory_full_percent must be more than 0 and at most 100, got 120"),
+        ("fallback_seconds = -5", "fallback_seconds must be between 1 and 86400, got -5"),
         ("kill_grace_seconds = nan", "kill_grace_seconds must be a number, got nan"),
         ("[monitor]\nstale_minutes = 3", "unknown key 'monitor'"),
     ],
@@ -191,3 +197,88 @@ def test_the_dashboard_keeps_warnings_for_the_app(
     settings = settings_for([])
     assert capsys.readouterr().err == ""
     assert any("stale_minutes" in warning for warning in settings.config_warnings)
+
+
+# Every numeric key, just outside its range (the issue's examples first): a warning naming the key and the
+# default used, the default kept, no exception.
+OUT_OF_RANGE = [
+    ("interval", "1e10"),
+    ("env_check_timeout_seconds", "1e308"),
+    ("kill_grace_seconds", "3e6"),
+    ("interval", "0.2"),
+    ("kill_grace_seconds", "-1"),
+    ("fallback_seconds", "0.5"),
+    ("fallback_seconds", "86401"),
+    ("stale_minutes", "0"),
+    ("stale_minutes", "1e9"),
+    ("memory_full_percent", "0"),
+    ("starvation_minutes", "-2"),
+    ("starvation_util_percent", "100.5"),
+    ("starvation_cpu_percent", "0"),
+    ("starvation_cpu_percent", "1e7"),
+    ("memory_growth_percent", "101"),
+    ("env_check_timeout_seconds", "0.5"),
+    ("checkpoint_max_epochs", "0"),
+    ("checkpoint_max_epochs", "10000000"),
+    ("checkpoint_max_minutes", "1e12"),
+    ("batch_budget_mb", "0"),
+    ("batch_budget_mb", "100000000000"),
+    ("interval", "inf"),
+    ("kill_grace_seconds", "nan"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), OUT_OF_RANGE)
+def test_out_of_range_values_warn_and_keep_the_default(
+    key: str, value: str, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    default = "none" if getattr(Settings(), key) is None else str(getattr(Settings(), key))
+    config_file.write_text(f"{key} = {value}\n")
+    settings = settings_for(["gpus"])  # a subcommand: warnings go to stderr too
+    assert getattr(settings, key) == getattr(Settings(), key)
+    [warning] = settings.config_warnings
+    assert warning.startswith(f"{config_file}: {key} must be ") and warning.endswith(
+        f"using the default {default}"
+    )
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_every_numeric_key_has_an_out_of_range_case() -> None:
+    numeric = {key.name for key in CONFIG_KEYS if isinstance(getattr(Settings(), key.name), (int, float))}
+    numeric -= {key.name for key in CONFIG_KEYS if isinstance(getattr(Settings(), key.name), bool)}
+    assert numeric | {"batch_budget_mb"} == {key for key, _ in OUT_OF_RANGE}
+
+
+def test_old_key_names_still_work_with_a_deprecation_warning(config_file: Path) -> None:
+    config_file.write_text("probe_timeout_seconds = 30\nprobe_budget_mb = 900\n")
+    settings = settings_for([])
+    assert (settings.env_check_timeout_seconds, settings.batch_budget_mb) == (30, 900)
+    assert settings.config_warnings == [
+        f"{config_file}: probe_timeout_seconds is deprecated, call it env_check_timeout_seconds "
+        "(its value is used)",
+        f"{config_file}: probe_budget_mb is deprecated, call it batch_budget_mb (its value is used)",
+    ]
+    config_file.write_text("probe_budget_mb = 900\nbatch_budget_mb = 800\n")
+    settings = settings_for([])
+    assert settings.batch_budget_mb == 800 and "also set; ignored" in settings.config_warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--interval", "1e10"], "--interval: must be between 0.25 and 3600 seconds"),
+        (["--interval", "nan"], "--interval: must be between 0.25 and 3600 seconds"),
+        (["check", "--timeout", "1e308"], "--timeout: must be between 1 and 86400 seconds"),
+        (["check", "--timeout", "0"], "--timeout: must be between 1 and 86400 seconds"),
+        (["probe", "--budget-mb", "nan"], "--budget-mb: must be more than 0"),
+        (["probe", "--budget-mb", "-3"], "--budget-mb: must be more than 0"),
+        (["probe", "--timeout", "inf"], "--timeout: must be between 1 and 86400 seconds"),
+        (["serve", "--max-sessions", "0"], "--max-sessions: must be between 1 and 64"),
+    ],
+)
+def test_out_of_range_options_are_refused_by_name(argv: list[str], message: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error

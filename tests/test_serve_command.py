@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,14 +15,16 @@ from aiohttp.test_utils import TestClient, TestServer
 from tfgpu_tui.cli import build_parser, main
 from tfgpu_tui.commands.serve import (
     ServeError,
+    Token,
     check_bind,
     check_public_url,
     is_loopback,
+    load_token,
     public_warning,
     session_arguments,
     session_command,
-    session_readonly,
 )
+from tfgpu_tui.settings import Settings
 from tfgpu_tui.web_server import DashboardServer
 
 
@@ -56,25 +59,11 @@ def test_good_public_url() -> None:
     check_public_url(None)
 
 
-@pytest.mark.parametrize(
-    ("readonly", "public", "allow_kill", "expected"),
-    [
-        (False, False, False, False),
-        (True, False, False, True),
-        (False, True, False, True),
-        (False, True, True, False),
-        (True, True, True, True),
-    ],
-)
-def test_session_readonly(readonly: bool, public: bool, allow_kill: bool, expected: bool) -> None:
-    assert session_readonly(readonly, public, allow_kill) is expected
-
-
 def test_public_warning_says_who_can_see_what() -> None:
-    readonly = public_warning("0.0.0.0", 8080, readonly=True)
-    assert "0.0.0.0:8080" in readonly and "Anyone who can reach this port" in readonly
-    assert "read-only" in readonly and "ssh -L 8080:127.0.0.1:8080" in readonly
-    assert "any visitor can send signals" in public_warning("0.0.0.0", 8080, readonly=False)
+    readonly = public_warning("0.0.0.0", 8080, allow_kill=False, root=Path("/runs"))
+    assert "0.0.0.0:8080" in readonly and "Whoever has the token" in readonly and "/runs" in readonly
+    assert "no signals" in readonly and "ssh -L 8080:127.0.0.1:8080" in readonly
+    assert "can send signals" in public_warning("0.0.0.0", 8080, allow_kill=True, root=None)
 
 
 def parse(argv: list[str]):
@@ -82,11 +71,18 @@ def parse(argv: list[str]):
 
 
 def test_session_arguments_take_global_options_before_or_after_serve(tmp_path: Path) -> None:
-    before = parse(["--demo", "--interval", "2", "--log", str(tmp_path / "a b.log"), "serve"])
-    after = parse(["serve", "--demo", "--interval", "2", "--log", str(tmp_path / "a b.log")])
-    expected = ["--demo", "--interval", "2.0", "--log", str(tmp_path / "a b.log")]
-    assert session_arguments(before, readonly=False) == expected
-    assert session_arguments(after, readonly=False) == expected
+    log = tmp_path / "a b.log"
+    before = parse(["--demo", "--interval", "2", "--log", str(log), "--allow-kill", "serve"])
+    after = parse(["serve", "--demo", "--interval", "2", "--log", str(log), "--allow-kill"])
+    expected = ["--demo", "--interval", "2.0", "--log", str(log), "--least-privilege", "--allow-kill"]
+    settings = Settings(log_path=log)
+    assert session_arguments(before, settings) == [*expected, "--log-root", str(tmp_path.resolve())]
+    assert session_arguments(after, settings) == [*expected, "--log-root", str(tmp_path.resolve())]
+
+
+def test_sessions_get_least_privilege_and_the_given_log_root(tmp_path: Path) -> None:
+    arguments = session_arguments(parse(["serve", "--allow-code"]), Settings(log_root=tmp_path / "runs"))
+    assert arguments == ["--least-privilege", "--allow-code", "--log-root", str(tmp_path.resolve() / "runs")]
 
 
 def test_option_before_serve_is_not_reset_by_serve_defaults() -> None:
@@ -98,18 +94,18 @@ def test_option_before_serve_is_not_reset_by_serve_defaults() -> None:
 
 def test_relative_log_path_becomes_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
-    arguments = session_arguments(parse(["serve", "--log", "train.log"]), readonly=True)
-    assert arguments == ["--readonly", "--log", str(tmp_path / "train.log")]
+    arguments = session_arguments(parse(["serve", "--log", "train.log"]))
+    assert arguments[:2] == ["--log", str(tmp_path / "train.log")]
 
 
 def test_session_command_is_quoted_and_round_trips() -> None:
     arguments = ["--log", "/data/my run; rm -rf ~/x.log", "--python", "/opt/$HOME/python"]
-    command = session_command(arguments, python="/usr/bin/python 3")
+    command = shlex.join(session_command(arguments, python="/usr/bin/python 3"))
     assert shlex.split(command) == ["/usr/bin/python 3", "-m", "tfgpu_tui", *arguments]
 
 
 def test_session_command_defaults_to_this_interpreter() -> None:
-    assert shlex.split(session_command([]))[:3] == [sys.executable, "-m", "tfgpu_tui"]
+    assert session_command([])[:3] == [sys.executable, "-m", "tfgpu_tui"]
 
 
 def test_cli_refuses_public_address_without_flag(capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,30 +127,34 @@ def test_cli_reports_a_busy_port(capsys: pytest.CaptureFixture[str], monkeypatch
     assert f"cannot listen on 127.0.0.1:{port}" in error
 
 
+TOKEN = Token("a-test-token-of-enough-length", "test")
+AUTH = {"Authorization": f"token {TOKEN.value}"}
+
+
 @asynccontextmanager
 async def web_client(host: str = "127.0.0.1", public_url: str | None = None) -> AsyncIterator[TestClient]:
     """A client for DashboardServer's web app (no app session is started by these requests)."""
-    server = DashboardServer("true", host=host, port=8000, public_url=public_url)
+    server = DashboardServer("true", host=host, port=8000, public_url=public_url, token=TOKEN)
     async with TestClient(TestServer(await server._make_app())) as client:
         yield client
 
 
 async def test_page_points_the_browser_back_at_the_address_it_used() -> None:
     async with web_client() as client:
-        response = await client.get("/", headers={"Host": "localhost:9000"})
+        response = await client.get("/", headers={"Host": "localhost:9000", **AUTH})
         assert response.status == 200
         assert 'data-session-websocket-url="ws://localhost:9000/ws"' in await response.text()
 
 
 async def test_loopback_server_refuses_foreign_host_header() -> None:
     async with web_client() as client:
-        response = await client.get("/", headers={"Host": "attacker.example:8000"})
+        response = await client.get("/", headers={"Host": "attacker.example:8000", **AUTH})
         assert response.status == 403
 
 
 async def test_websocket_from_another_site_is_refused() -> None:
     async with web_client() as client:
-        headers = {"Host": "127.0.0.1:8000", "Origin": "http://attacker.example"}
+        headers = {"Host": "127.0.0.1:8000", "Origin": "http://attacker.example", **AUTH}
         response = await client.get("/ws", headers=headers)
         assert response.status == 403
         assert "another site" in await response.text()
@@ -162,12 +162,42 @@ async def test_websocket_from_another_site_is_refused() -> None:
 
 async def test_fixed_public_url_is_used_and_its_host_allowed() -> None:
     async with web_client(public_url="https://gpu.example.org:8443") as client:
-        response = await client.get("/", headers={"Host": "gpu.example.org:8443"})
+        response = await client.get("/", headers={"Host": "gpu.example.org:8443", **AUTH})
         assert response.status == 200
         assert 'data-session-websocket-url="wss://gpu.example.org:8443/ws"' in await response.text()
 
 
-async def test_public_server_accepts_any_host_name() -> None:
+async def test_wildcard_server_accepts_ip_addresses_and_its_own_name_only() -> None:
     async with web_client(host="0.0.0.0") as client:
-        response = await client.get("/", headers={"Host": "gpu-box.lan:8000"})
-        assert response.status == 200
+        for host, status in (("192.168.1.20:8000", 200), ("[fe80::1]:8000", 200), ("gpu-box.lan:8000", 403)):
+            response = await client.get("/", headers={"Host": host, **AUTH})
+            assert response.status == status, host
+        own = socket.gethostname()
+        assert (await client.get("/", headers={"Host": f"{own}:8000", **AUTH})).status == 200
+
+
+async def test_the_token_becomes_a_strict_httponly_cookie() -> None:
+    async with web_client() as client:
+        response = await client.get(f"/?token={TOKEN.value}", allow_redirects=False)
+        assert response.status == 302 and response.headers["Location"] == "/"
+        cookie = response.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN.value not in cookie
+        assert (await client.get("/")).status == 200  # the client now sends the cookie
+
+
+def test_token_sources(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("from-the-file-0123456789\nsecond line\n")
+    token_file.chmod(0o600)
+    assert load_token(token_file, {}) == Token("from-the-file-0123456789", str(token_file))
+    assert (
+        load_token(None, {"TFGPU_TUI_TOKEN": "from-the-environment-0123"}).value
+        == "from-the-environment-0123"
+    )
+    generated = load_token(None, {})
+    assert generated.generated and len(generated.value) >= 40 and generated != load_token(None, {})
+    token_file.write_text("short\n")
+    with pytest.raises(ServeError, match="at least 16 characters"):
+        load_token(token_file, {})
+    with pytest.raises(ServeError, match="cannot read --token-file"):
+        load_token(tmp_path / "missing", {})

@@ -5,23 +5,76 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tfgpu_tui import __version__
 from tfgpu_tui.commands import COMMAND_MODULES
 from tfgpu_tui.config_file import apply_config, load_config
-from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
+from tfgpu_tui.settings import INTERVAL, Range, Settings
 
 
-def interval_seconds(text: str) -> float:
-    """Parse a refresh interval, refusing values below the minimum."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value < MIN_INTERVAL_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_SECONDS} s (got {value})")
-    return value
+def number_in(bounds: Range, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a finite number within `bounds` (nan, inf and out-of-range values refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number{unit and ' of ' + unit}: {text!r}") from None
+        if not bounds.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {bounds.describe()}{unit and ' ' + unit} (got {text})")
+        return value
+
+    return parse
+
+
+def whole_in(bounds: Range) -> Callable[[str], int]:
+    """An argparse type: a whole number within `bounds`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not bounds.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {bounds.describe()} (got {text})")
+        return value
+
+    return parse
+
+
+interval_seconds = number_in(INTERVAL, "seconds")
+
+
+def add_access_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The least-privilege switches (access.py), for the dashboard and for `serve`."""
+    parser.add_argument(
+        "--least-privilege",
+        action="store_true",
+        default=default if default is not None else False,
+        help="what a web session gets: no signals, logs only under --log-root, built-in models only, "
+        "nothing written",
+    )
+    parser.add_argument(
+        "--allow-kill",
+        action="store_true",
+        default=default if default is not None else False,
+        help="with least privilege: allow sending signals to processes",
+    )
+    parser.add_argument(
+        "--allow-code",
+        action="store_true",
+        default=default if default is not None else False,
+        help="with least privilege: allow package.module:function models and model files anywhere",
+    )
+    parser.add_argument(
+        "--log-root",
+        metavar="DIR",
+        type=Path,
+        default=default,
+        help="open training logs only under DIR (least privilege default: the --log file's directory)",
+    )
 
 
 def add_python_option(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=interval_seconds,
         default=None,
         metavar="SECONDS",
-        help=f"refresh interval (default 1, minimum {MIN_INTERVAL_SECONDS})",
+        help=f"refresh interval (default 1, {INTERVAL.describe()})",
     )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--demo", action="store_true", help="use a simulated GPU source (shown as SIMULATED)")
@@ -56,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoints", metavar="DIR", type=Path, default=None, help="where training writes checkpoints"
     )
     add_python_option(parser)
+    add_access_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"tfgpu_tui.commands.{name}").register(subparsers)
@@ -82,6 +136,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         settings.log_path_given = True
     if getattr(args, "checkpoints", None) is not None:
         settings.checkpoints_dir = args.checkpoints
+    for switch in ("least_privilege", "allow_kill", "allow_code"):
+        if getattr(args, switch, False):
+            setattr(settings, switch, True)
+    if getattr(args, "log_root", None) is not None:
+        settings.log_root = args.log_root
+    if settings.least_privilege and not settings.allow_kill:
+        settings.readonly = True  # the Monitor's kill path refuses on `readonly`
     return settings
 
 

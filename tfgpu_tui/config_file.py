@@ -15,7 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
+from tfgpu_tui.settings import (
+    BUDGET_MB,
+    CPU_PERCENT,
+    EPOCHS,
+    GRACE_SECONDS,
+    INTERVAL,
+    MINUTES,
+    PERCENT,
+    RENAMED_KEYS,
+    TIMEOUT_SECONDS,
+    Range,
+    Settings,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,40 +62,29 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _positive(value: Any) -> float:
-    number = _number(value)
-    if number <= 0:
-        raise InvalidValue("must be greater than 0")
-    return number
+def _in(bounds: Range) -> Callable[[Any], float]:
+    """A parser for a number within `bounds`."""
+
+    def parse(value: Any) -> float:
+        number = _number(value)
+        if not bounds.contains(number):
+            raise InvalidValue(f"must be {bounds.describe()}")
+        return number
+
+    return parse
 
 
-def _non_negative(value: Any) -> float:
-    number = _number(value)
-    if number < 0:
-        raise InvalidValue("must not be negative")
-    return number
+def _whole_in(bounds: Range) -> Callable[[Any], int]:
+    """A parser for a whole number within `bounds`."""
 
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("a whole number")
+        if not bounds.contains(value):
+            raise InvalidValue(f"must be {bounds.describe()}")
+        return value
 
-def _interval(value: Any) -> float:
-    number = _number(value)
-    if number < MIN_INTERVAL_SECONDS:
-        raise InvalidValue(f"must be at least {MIN_INTERVAL_SECONDS}")
-    return number
-
-
-def _percent(value: Any) -> float:
-    number = _number(value)
-    if not 0 < number <= 100:
-        raise InvalidValue("must be between 0 (exclusive) and 100")
-    return number
-
-
-def _positive_whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("a whole number")
-    if value <= 0:
-        raise InvalidValue("must be greater than 0")
-    return value
+    return parse
 
 
 def _boolean(value: Any) -> bool:
@@ -116,25 +117,41 @@ class ConfigKey:
 
 
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("interval", _interval, f"refresh interval in seconds (minimum {MIN_INTERVAL_SECONDS})"),
+    ConfigKey("interval", _in(INTERVAL), f"refresh interval in seconds ({INTERVAL.describe()})"),
     ConfigKey("readonly", _boolean, "never send signals to processes"),
     ConfigKey("python", _interpreter, "Python interpreter whose TensorFlow is inspected and used"),
+    ConfigKey(
+        "least_privilege", _boolean, "what a web session gets: no signals, logs under log_root only, ..."
+    ),
+    ConfigKey("allow_kill", _boolean, "with least privilege: signals allowed after all"),
+    ConfigKey("allow_code", _boolean, "with least privilege: module:function models and other model files"),
+    ConfigKey("log_root", _path, "logs are opened only under this directory"),
     ConfigKey("log_path", _path, "training log the Training tab follows"),
     ConfigKey("checkpoints_dir", _path, "where training writes checkpoints"),
-    ConfigKey("kill_grace_seconds", _non_negative, "wait between SIGTERM and SIGKILL"),
-    ConfigKey("fallback_seconds", _positive, "GPU idle this long while training = CPU fallback"),
-    ConfigKey("stale_minutes", _positive, "an idle process holding GPU memory this long is stale"),
-    ConfigKey("memory_full_percent", _percent, "GPU memory use that raises an alert"),
-    ConfigKey("starvation_minutes", _positive, "low GPU use with a busy CPU this long = input starvation"),
-    ConfigKey("starvation_util_percent", _percent, "mean GPU utilisation below this can mean starvation"),
-    ConfigKey("starvation_cpu_percent", _positive, "mean CPU % (of one core) above this can mean starvation"),
-    ConfigKey("memory_growth_percent", _percent, "a TensorFlow process holding this much of a shared GPU"),
-    ConfigKey("probe_timeout_seconds", _positive, "time limit of the TensorFlow probe"),
-    ConfigKey("checkpoint_max_epochs", _positive_whole, "epochs without a new checkpoint before a warning"),
-    ConfigKey("checkpoint_max_minutes", _positive, "minutes without a new checkpoint before a warning"),
-    ConfigKey("probe_budget_mb", _positive_whole, "default memory budget of the batch probe"),
+    ConfigKey("kill_grace_seconds", _in(GRACE_SECONDS), "wait between SIGTERM and SIGKILL"),
+    ConfigKey("fallback_seconds", _in(TIMEOUT_SECONDS), "GPU idle this long while training = CPU fallback"),
+    ConfigKey("stale_minutes", _in(MINUTES), "an idle process holding GPU memory this long is stale"),
+    ConfigKey("memory_full_percent", _in(PERCENT), "GPU memory use that raises an alert"),
+    ConfigKey("starvation_minutes", _in(MINUTES), "low GPU use with a busy CPU this long = input starvation"),
+    ConfigKey("starvation_util_percent", _in(PERCENT), "mean GPU utilisation below this can mean starvation"),
+    ConfigKey("starvation_cpu_percent", _in(CPU_PERCENT), "mean CPU % (of one core) above this = starvation"),
+    ConfigKey(
+        "memory_growth_percent", _in(PERCENT), "a TensorFlow process holding this much of a shared GPU"
+    ),
+    ConfigKey(
+        "env_check_timeout_seconds", _in(TIMEOUT_SECONDS), "time limit of the TensorFlow environment check"
+    ),
+    ConfigKey("checkpoint_max_epochs", _whole_in(EPOCHS), "epochs without a new checkpoint before a warning"),
+    ConfigKey("checkpoint_max_minutes", _in(MINUTES), "minutes without a new checkpoint before a warning"),
+    ConfigKey("batch_budget_mb", _whole_in(BUDGET_MB), "default memory budget of the batch probe"),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
+
+
+def _default_of(name: str) -> str:
+    """The default a rejected key falls back to, as the user would write it."""
+    value = getattr(Settings(), name, None)
+    return "none" if value is None else repr(value) if isinstance(value, str) else str(value)
 
 
 @dataclass
@@ -166,6 +183,13 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
     values: dict[str, Any] = {}
     warnings: list[str] = []
     for name, raw in document.items():
+        if name in RENAMED_KEYS:
+            new_name = RENAMED_KEYS[name]
+            if new_name in document:
+                warnings.append(f"{path}: {name} is the old name of {new_name}, which is also set; ignored")
+                continue
+            warnings.append(f"{path}: {name} is deprecated, call it {new_name} (its value is used)")
+            name = new_name
         key = KEYS_BY_NAME.get(name)
         if key is None:
             warnings.append(f"{path}: unknown key {name!r} ignored ({_suggestion(name)})")
@@ -173,9 +197,11 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
         try:
             values[key.name] = key.parse(raw)
         except TypeError as error:
-            warnings.append(f"{path}: {name} must be {error}, got {raw!r}; using the default")
+            warnings.append(
+                f"{path}: {name} must be {error}, got {raw!r}; using the default {_default_of(name)}"
+            )
         except InvalidValue as error:
-            warnings.append(f"{path}: {name} {error}, got {raw!r}; using the default")
+            warnings.append(f"{path}: {name} {error}, got {raw!r}; using the default {_default_of(name)}")
     return ConfigFile(path, values, warnings)
 
 

@@ -10,22 +10,12 @@ import json
 import sys
 from pathlib import Path
 
+from tfgpu_tui.cli import number_in
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
 from tfgpu_tui.env.report import report_markdown, report_text
 from tfgpu_tui.env.runner import CheckRun, run_check
-from tfgpu_tui.settings import Settings
-
-
-def positive_seconds(text: str) -> float:
-    """Parse a timeout in seconds (> 0)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 s (got {value:g})")
-    return value
+from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,10 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     output.add_argument("--markdown", action="store_true", help="print the report as Markdown")
     parser.add_argument(
         "--timeout",
-        type=positive_seconds,
+        type=number_in(TIMEOUT_SECONDS, "seconds"),
         default=None,
         metavar="SECONDS",
-        help=f"limit for the TensorFlow probe (default {Settings.probe_timeout_seconds:g})",
+        help="limit for the whole check, a hanging interpreter included "
+        f"(default {Settings().env_check_timeout_seconds:g}, {TIMEOUT_SECONDS.describe()})",
     )
     parser.add_argument(
         "--record",
@@ -84,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from tfgpu_tui.cli import settings_from_args
 
     settings = settings_from_args(args)
-    timeout = args.timeout or settings.probe_timeout_seconds
+    timeout = args.timeout or settings.env_check_timeout_seconds
     run_result = run_check(settings.python, timeout, on_fast=None if args.json else _print_fast)
     report = run_result.report
     if args.record is not None and not _write_recording(args.record, run_result):

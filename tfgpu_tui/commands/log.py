@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.oversight import LogOversight, OversightState
@@ -40,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Summarise (and optionally follow) the log."""
     path: Path = args.path
-    if path.is_dir():
-        print(f"tfgpu-tui log: {path} is a directory, not a log file", file=sys.stderr)
+    refusal = special_file_refusal(path)  # FIFO, device, socket, directory, symlink loop: refused at once
+    if refusal is not None:
+        print(f"tfgpu-tui log: {refusal}", file=sys.stderr)
         return 2
     if not args.follow and not path.exists():
         print(f"tfgpu-tui log: {path} does not exist (use --follow to wait for it)", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.cli import add_python_option, settings_from_args
+from tfgpu_tui.cli import add_python_option, number_in, settings_from_args, whole_in
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
@@ -22,6 +22,7 @@ from tfgpu_tui.probe.request import (
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.runner import run_probe
 from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.settings import BUDGET_MB, TIMEOUT_SECONDS, Range
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,21 +43,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, metavar="D", help="CPU or GPU:N (default GPU:0, else CPU)")
     parser.add_argument(
         "--budget-mb",
-        type=float,
+        type=number_in(BUDGET_MB, "MB"),
         default=None,
         metavar="N",
         help="memory budget (default: what the device has free)",
     )
     parser.add_argument(
         "--steps",
-        type=int,
+        type=whole_in(Range(1, 100_000)),
         default=DEFAULT_STEPS,
         metavar="N",
         help=f"training steps per trial (default {DEFAULT_STEPS})",
     )
     parser.add_argument(
         "--max-batch",
-        type=int,
+        type=whole_in(Range(1, 1 << 24)),
         default=DEFAULT_MAX_BATCH,
         metavar="N",
         help=f"largest batch size to try (default {DEFAULT_MAX_BATCH})",
@@ -74,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=number_in(TIMEOUT_SECONDS, "seconds"),
         default=DEFAULT_TRIAL_TIMEOUT_SECONDS,
         metavar="SECONDS",
         help=f"stop a trial that runs longer than this (default {DEFAULT_TRIAL_TIMEOUT_SECONDS:g})",
@@ -88,7 +89,7 @@ def request_from_args(args: argparse.Namespace) -> ProbeRequest:
     """The probe request the command line asks for, the default budget filled in; raises ProbeRequestError."""
     settings = settings_from_args(args)
     device = normalise_device(args.device) if args.device else (gpu_devices() or ["CPU"])[0]
-    budget_mb = args.budget_mb if args.budget_mb is not None else settings.probe_budget_mb
+    budget_mb = args.budget_mb if args.budget_mb is not None else settings.batch_budget_mb
     source = "--budget-mb"
     if budget_mb is None:
         budget = default_budget(device)

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import threading
 
+from tfgpu_tui.bounded_output import TAIL_BYTES, communicate_bounded
+
 _running: set[subprocess.Popen] = set()
 _lock = threading.Lock()
 
@@ -24,7 +26,8 @@ def _kill(process: subprocess.Popen) -> None:
 def run_child(
     args: list[str], timeout: float, env: dict[str, str] | None = None, text: bool = False
 ) -> subprocess.CompletedProcess:
-    """Like ``subprocess.run(args, capture_output=True, timeout=timeout)``, but stoppable by `stop_all()`.
+    """Like ``subprocess.run(args, capture_output=True, timeout=timeout)``, but stoppable by `stop_all()`
+    and with bounded output (bounded_output.py: the last 64 KB of each stream, and what was left out).
 
     Raises:
         OSError: the program could not be started (FileNotFoundError, PermissionError ...).
@@ -36,21 +39,27 @@ def run_child(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-        text=text,
         start_new_session=True,
     )
     with _lock:
         _running.add(process)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    try:  # the last 64 KB of each stream (and the first 64 KB of stderr, where library loading is logged)
+        stdout, stderr, _, _ = communicate_bounded(process, timeout, stderr_head=TAIL_BYTES)
+    except subprocess.TimeoutExpired as expired:
         _kill(process)
-        stdout, stderr = process.communicate()
-        raise subprocess.TimeoutExpired(args, timeout, output=stdout, stderr=stderr) from None
+        process.wait()
+        out, err = _decoded(expired.output, text), _decoded(expired.stderr, text)
+        raise subprocess.TimeoutExpired(args, timeout, output=out, stderr=err) from None
     finally:
         with _lock:
             _running.discard(process)
-    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(
+        args, process.returncode, _decoded(stdout, text), _decoded(stderr, text)
+    )
+
+
+def _decoded(data: bytes | None, text: bool) -> bytes | str | None:
+    return data.decode("utf-8", "replace") if text and data is not None else data
 
 
 def stop_all() -> int:

@@ -263,14 +263,16 @@ def nvcc_facts() -> NvccFacts:
     return NvccFacts(path, match.group("full"))
 
 
-def collect_facts(python: str, environ: dict[str, str] | None = None) -> EnvFacts:
-    """All TensorFlow-free facts for the target interpreter `python`."""
+def collect_facts(
+    python: str, environ: dict[str, str] | None = None, timeout: float = CHILD_TIMEOUT_SECONDS
+) -> EnvFacts:
+    """All TensorFlow-free facts for the target interpreter `python` (asked for at most `timeout` s)."""
     started = time.perf_counter()
     env = dict(os.environ if environ is None else environ)
     ld_path = env.get("LD_LIBRARY_PATH", "")
     return EnvFacts(
         nvml=read_nvml_facts(),
-        interpreter=interpreter_facts(python),
+        interpreter=interpreter_facts(python, timeout),
         system_libraries=system_libraries(),
         ld_library_path=ld_library_path_libraries(ld_path),
         ld_library_dirs=[part for part in ld_path.split(":") if part],

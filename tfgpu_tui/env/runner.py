@@ -5,14 +5,17 @@ Used by `tfgpu-tui check` and the Environment tab (from a worker thread). Blocki
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tfgpu_tui.env import checks
-from tfgpu_tui.env.facts import EnvFacts, collect_facts
+from tfgpu_tui.env.facts import CHILD_TIMEOUT_SECONDS, EnvFacts, collect_facts
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.probe_runner import ProbeRun, run_probe_with_retry
+
+MIN_PROBE_SECONDS = 0.5
 
 
 def summary_facts(facts: EnvFacts, probe: ProbeRun | None) -> dict[str, Any]:
@@ -75,9 +78,11 @@ class CheckRun:
 
 
 def run_check(python: str, timeout: float, on_fast: Callable[[EnvReport], None] | None = None) -> CheckRun:
-    """Collect facts, report the fast findings through `on_fast`, run the probe, return the full report."""
-    facts = collect_facts(python)
+    """Collect facts, report the fast findings through `on_fast`, run the probe, return the full report.
+    `timeout` bounds the whole check (a hanging interpreter included), give or take half a second."""
+    deadline = time.monotonic() + timeout
+    facts = collect_facts(python, timeout=min(timeout, CHILD_TIMEOUT_SECONDS))
     if on_fast is not None:
         on_fast(fast_report(facts))
-    probe = run_probe_with_retry(python, timeout)
+    probe = run_probe_with_retry(python, max(MIN_PROBE_SECONDS, deadline - time.monotonic()))
     return CheckRun(full_report(facts, probe), facts, probe)

@@ -2,7 +2,9 @@
 rotation detected and followed, a missing file waited for, a deleted file reported.
 
 Output is split into *segments* at ``\\n`` and at ``\\r`` (Keras progress bars rewrite their line with
-``\\r``); ``\\r\\n`` counts as one line end. Decoding is UTF-8 with replacement, so binary junk never raises.
+``\\r``); ``\\r\\n`` counts as one line end. Decoding is UTF-8 with replacement, so binary junk never raises;
+a file starting with a UTF-16 byte-order mark (PowerShell's ``>``) is split and decoded as UTF-16, its offsets
+staying byte offsets on even boundaries. A byte-order mark never reaches the text.
 """
 
 from __future__ import annotations
@@ -12,11 +14,37 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from stat import S_ISREG
+
+from tfgpu_tui.access import special_file_refusal
 
 READ_BYTES = 4 * 1024 * 1024
 MAX_SEGMENT_BYTES = 16 * 1024 * 1024
 TAIL_BYTES = 2 * 1024 * 1024
 TERMINATOR = re.compile(rb"[\r\n]")
+UTF16_TERMINATOR = {"utf-16-le": re.compile(rb"[\r\n]\x00"), "utf-16-be": re.compile(rb"\x00[\r\n]")}
+BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"), (b"\xef\xbb\xbf", "utf-8"))
+
+
+def detect_encoding(head: bytes) -> tuple[str, int]:
+    """(encoding, BOM length) from a file's first bytes: UTF-16 LE/BE or UTF-8 by their byte-order mark,
+    else UTF-8 without one."""
+    for bom, encoding in BOMS:
+        if head.startswith(bom):
+            return encoding, len(bom)
+    return "utf-8", 0
+
+
+class FileEvent(str, Enum):
+    """What happened to the followed file between two polls."""
+
+    OPENED = "opened"
+    TRUNCATED = "truncated"
+    ROTATED = "rotated"
+    DELETED = "deleted"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class FileState(Enum):
@@ -57,23 +85,28 @@ class FollowUpdate:
 
     segments: list[Segment] = field(default_factory=list)
     partial: str = ""
-    events: list[str] = field(default_factory=list)
+    events: list[FileEvent] = field(default_factory=list)
     state: FileState = FileState.WAITING
     bytes_read: int = 0
 
 
-def decode(data: bytes | bytearray) -> str:
-    """UTF-8 with replacement characters for invalid bytes; NUL bytes dropped."""
-    text = data.decode("utf-8", "replace")
+def decode(data: bytes | bytearray, encoding: str = "utf-8") -> str:
+    """Text with replacement characters for invalid bytes; NUL bytes and a leading byte-order mark dropped."""
+    text = data.decode(encoding, "replace")
+    if text[:1] == "\ufeff":
+        text = text[1:]
     return text.replace("\x00", "") if "\x00" in text else text
 
 
 class SegmentSplitter:
     """Turns a byte stream into segments, keeping the unterminated rest for the next feed."""
 
-    def __init__(self, first_line_number: int = 1, max_segment_bytes: int = MAX_SEGMENT_BYTES) -> None:
+    def __init__(
+        self, first_line_number: int = 1, max_segment_bytes: int = MAX_SEGMENT_BYTES, encoding: str = "utf-8"
+    ) -> None:
         self.line_number = first_line_number
         self.max_segment_bytes = max_segment_bytes
+        self.encoding = encoding
         self._pending = b""
         self._overflow = 0  # bytes dropped from an over-long segment
 
@@ -82,14 +115,24 @@ class SegmentSplitter:
         """Bytes after the last terminator."""
         return self._pending
 
-    def reset(self, first_line_number: int = 1) -> None:
+    def reset(self, first_line_number: int = 1, encoding: str = "utf-8") -> None:
         """Forget pending bytes (after truncation or rotation)."""
         self.line_number = first_line_number
+        self.encoding = encoding
         self._pending = b""
         self._overflow = 0
 
+    def decode_pending(self) -> str:
+        """The text after the last terminator (a UTF-16 half character left out)."""
+        pending = self._pending
+        if self.encoding != "utf-8" and len(pending) % 2:
+            pending = pending[:-1]
+        return decode(pending, self.encoding)
+
     def feed(self, data: bytes) -> list[Segment]:
         """Complete segments found in pending + `data`."""
+        if self.encoding != "utf-8":
+            return self._feed_utf16(data)
         buffer = self._pending + data if self._pending else data
         segments: list[Segment] = []
         append = segments.append
@@ -109,14 +152,46 @@ class SegmentSplitter:
             else:
                 append(self._segment(buffer[start:end], True))
             start = end + 1
-        self._pending = buffer[start:]
-        if len(self._pending) > self.max_segment_bytes:
-            self._overflow += len(self._pending) - self.max_segment_bytes
-            self._pending = self._pending[: self.max_segment_bytes]
+        self._keep(buffer[start:])
+        return segments
+
+    def _keep(self, pending: bytes) -> None:
+        self._pending = pending
+        if len(pending) > self.max_segment_bytes:
+            cut = self.max_segment_bytes - self.max_segment_bytes % 2  # whole UTF-16 code units
+            self._overflow += len(pending) - cut
+            self._pending = pending[:cut]
+
+    def _feed_utf16(self, data: bytes) -> list[Segment]:
+        """`feed` for UTF-16: terminators are the code units ``\\r``/``\\n`` at even offsets of the buffer (which
+        always starts on a code unit)."""
+        buffer = self._pending + data if self._pending else data
+        big_endian = self.encoding == "utf-16-be"
+        crlf_tail = b"\x00\n" if big_endian else b"\n\x00"
+        segments: list[Segment] = []
+        start = 0
+        for match in UTF16_TERMINATOR[self.encoding].finditer(buffer):
+            end = match.start()
+            if end % 2 or end < start:
+                continue  # inside a character, or the \n of a \r\n already consumed
+            char = buffer[end + 1] if big_endian else buffer[end]
+            if char == 13:
+                following = buffer[end + 2 : end + 4]
+                if len(following) < 2:
+                    break  # maybe the first half of \r\n: wait for the next bytes
+                if following == crlf_tail:
+                    segments.append(self._segment(buffer[start:end], True))
+                    start = end + 4
+                    continue
+                segments.append(self._segment(buffer[start:end], False))
+            else:
+                segments.append(self._segment(buffer[start:end], True))
+            start = end + 2
+        self._keep(buffer[start:])
         return segments
 
     def _segment(self, data: bytes, line_ends: bool) -> Segment:
-        text = decode(data)
+        text = decode(data, self.encoding)
         if self._overflow:
             text += f" [... {self._overflow} bytes cut]"
             self._overflow = 0
@@ -155,8 +230,10 @@ class LogFollower:
         self.splitter = SegmentSplitter(first_line_number)
         self.state = FileState.WAITING
         self.offset = 0
+        self.encoding = "utf-8"
         self._handle: int | None = None
         self._inode: tuple[int, int] | None = None
+        self.refused: str | None = None  # why the path cannot be followed (access.special_file_refusal)
 
     def close(self) -> None:
         """Release the file handle."""
@@ -174,26 +251,46 @@ class LogFollower:
         if self._handle is not None:
             self._read(update, max_bytes)
         update.state = self.state
-        update.partial = decode(self.splitter.pending)
+        update.partial = self.splitter.decode_pending()
         return update
 
     def _try_open(self, update: FollowUpdate, offset: int) -> None:
-        try:
-            handle = os.open(self.path, os.O_RDONLY)
+        try:  # O_NONBLOCK: opening a FIFO must not wait for a writer (reads of a regular file are unaffected)
+            handle = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
+            self.refused = special_file_refusal(self.path)  # a symlink loop is named as such
             return
         stat = os.fstat(handle)
+        if not S_ISREG(stat.st_mode):  # FIFO, device, socket, directory: never read
+            os.close(handle)
+            self.refused = special_file_refusal(self.path) or f"{self.path} is not a regular file"
+            return
+        self.refused = None
         self._handle = handle
         self._inode = (stat.st_dev, stat.st_ino)
         self.offset = offset if offset <= stat.st_size else 0
+        self._detect_encoding()
         self.state = FileState.OPEN
-        update.events.append("opened")
+        update.events.append(FileEvent.OPENED)
 
-    def _reopen(self, update: FollowUpdate, event: str) -> None:
+    def _detect_encoding(self) -> None:
+        """Read the byte-order mark (once the file has its first bytes); skip it when reading from the start."""
+        assert self._handle is not None
+        encoding, bom = detect_encoding(os.pread(self._handle, 4, 0))
+        if encoding != self.encoding:
+            self.encoding = encoding
+            self.splitter.reset(self.splitter.line_number, encoding)
+        if self.offset < bom:
+            self.offset = bom
+        elif encoding != "utf-8" and self.offset % 2:
+            self.offset += 1  # stay on a code unit
+
+    def _reopen(self, update: FollowUpdate, event: FileEvent) -> None:
         self.close()
         self.splitter.reset()
+        self.encoding = "utf-8"
         self._try_open(update, 0)
-        if update.events and update.events[-1] == "opened":
+        if update.events and update.events[-1] == FileEvent.OPENED:
             update.events[-1] = event
 
     def _check_path(self, update: FollowUpdate) -> None:
@@ -202,18 +299,21 @@ class LogFollower:
         except OSError:
             if self.state is not FileState.DELETED:
                 self.state = FileState.DELETED
-                update.events.append("deleted")
+                update.events.append(FileEvent.DELETED)
             return
         if (stat.st_dev, stat.st_ino) != self._inode:
             self._read(update, 1 << 62)  # drain the old file before switching
-            self._reopen(update, "rotated")
+            self._reopen(update, FileEvent.ROTATED)
         elif stat.st_size < self.offset:
             self.splitter.reset()
+            self.encoding = "utf-8"
             self.offset = 0
-            update.events.append("truncated")
+            update.events.append(FileEvent.TRUNCATED)
 
     def _read(self, update: FollowUpdate, max_bytes: int) -> None:
         assert self._handle is not None
+        if self.offset < 4:
+            self._detect_encoding()  # the file was empty (or truncated) when opened: its first bytes decide
         while update.bytes_read < max_bytes:
             chunk = os.pread(self._handle, min(READ_BYTES, max_bytes - update.bytes_read), self.offset)
             if not chunk:

@@ -8,27 +8,22 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
+from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
-from tfgpu_tui.probe.request import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MODEL,
-    DEFAULT_STEPS,
-    ProbeRequest,
-    ProbeRequestError,
-    builtin_model_names,
-)
+from tfgpu_tui.probe.request import DEFAULT_MAX_BATCH, DEFAULT_MODEL, DEFAULT_STEPS, ProbeRequest, ProbeRequestError
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.runner import TrialRunner, run_probe
 from tfgpu_tui.probe.trial import FITS, Trial
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.probe_form import ProbeForm
 from tfgpu_tui.ui.widgets.probe_plot import ProbePlot
 
 RESULT_STYLES = {FITS: "green", "oom": "red", "error": "bold red", "timeout": "yellow", "running": "italic"}
@@ -43,7 +38,7 @@ COLUMNS = (
     ("note", "note"),
 )
 NUMBER_WORDS = {int: "a whole number", float: "a number"}
-MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
+START_HINT = "Set the model and budget, then Start (ctrl+r). Each trial is a fresh process."
 
 
 class ProbeStarted(Message):
@@ -101,32 +96,27 @@ class BatchProbeTab(DashboardTab):
 
     TAB_ID = "probe"
     TAB_TITLE = "Batch probe"
+    NARROW_BELOW = 140  # the trials table needs about 80 columns, the plot 50: stacked below this
     BINDINGS = [
         Binding("ctrl+r", "start", "Start probe"),
         Binding("escape", "cancel", "Cancel probe"),
         Binding("c", "copy_snippet", "Copy snippet"),
     ]
     DEFAULT_CSS = """
-    BatchProbeTab #probe-form { height: auto; padding: 0 1; }
-    BatchProbeTab .field { width: auto; height: auto; margin-right: 1; }
-    BatchProbeTab .field Label { color: $text-muted; }
-    BatchProbeTab #probe-model { width: 34; }
-    BatchProbeTab #probe-device { width: 14; }
-    BatchProbeTab #probe-budget { width: 14; }
-    BatchProbeTab #probe-steps { width: 8; }
-    BatchProbeTab #probe-max-batch { width: 11; }
-    BatchProbeTab #probe-mixed, BatchProbeTab #probe-compare { margin-top: 1; }
-    BatchProbeTab #probe-buttons { width: auto; height: auto; margin-top: 1; }
-    BatchProbeTab #probe-buttons Button { min-width: 10; margin-right: 1; }
+    BatchProbeTab { overflow-y: auto; }
     BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
     BatchProbeTab #probe-status.problem { color: $error; }
-    BatchProbeTab #probe-body { height: 1fr; }
+    BatchProbeTab #probe-body { height: 1fr; min-height: 8; }
     BatchProbeTab #probe-trials { width: 1fr; min-width: 50; }
     BatchProbeTab #probe-plot { width: 1fr; }
+    BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
+    BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }
+    BatchProbeTab.-narrow #probe-plot { height: 1fr; min-height: 6; }
     BatchProbeTab #probe-results { height: auto; }
-    BatchProbeTab #probe-summary { width: 1fr; height: auto; min-height: 3; padding: 0 1; }
+    BatchProbeTab.-narrow #probe-results { layout: vertical; }
+    BatchProbeTab #probe-summary { width: 1fr; height: auto; padding: 0 1; border: round $primary; }
     BatchProbeTab #probe-comparison { width: 1fr; max-width: 72; height: auto; padding: 0 1; display: none; }
-    BatchProbeTab #probe-summary { border: round $primary; }
+    BatchProbeTab.-narrow #probe-comparison { max-width: 100%; }
     BatchProbeTab #probe-comparison { border: round $secondary; border-title-color: $text-muted; }
     """
 
@@ -142,30 +132,8 @@ class BatchProbeTab(DashboardTab):
 
     def compose(self) -> ComposeResult:
         budget = "" if self.settings.batch_budget_mb is None else str(self.settings.batch_budget_mb)
-        with Horizontal(id="probe-form"):
-            with Vertical(classes="field"):
-                yield Label("Model")
-                yield Input(DEFAULT_MODEL, id="probe-model", tooltip=MODEL_HINT)
-            with Vertical(classes="field"):
-                yield Label("Device")
-                yield Select([("CPU", "CPU")], value="CPU", allow_blank=False, id="probe-device")
-            with Vertical(classes="field"):
-                yield Label("Budget MB")
-                yield Input(budget, placeholder="free memory", type="number", id="probe-budget")
-            with Vertical(classes="field"):
-                yield Label("Steps")
-                yield Input(str(DEFAULT_STEPS), type="integer", id="probe-steps")
-            with Vertical(classes="field"):
-                yield Label("Max batch")
-                yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch")
-            yield Checkbox("Mixed precision", id="probe-mixed")
-            compare_hint = "probe in float32, then in mixed precision, and compare"
-            yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=compare_hint)
-            with Horizontal(id="probe-buttons"):
-                yield Button("Start", variant="primary", id="probe-start")
-                yield Button("Cancel", variant="error", id="probe-cancel", disabled=True)
-        hint = "Set the model and budget, then Start (ctrl+r). Each trial runs in a fresh process."
-        yield Static(hint, id="probe-status")
+        yield ProbeForm(budget, id="probe-form")
+        yield Static(START_HINT, id="probe-status")
         with Horizontal(id="probe-body"):
             yield DataTable(id="probe-trials", cursor_type="row", zebra_stripes=True)
             yield ProbePlot(id="probe-plot")
@@ -260,6 +228,10 @@ class BatchProbeTab(DashboardTab):
                 request = replace(request, budget_mb=0.0)
         except ProbeRequestError as error:
             self.show_status(str(error), problem=True)
+            return
+        refusal = model_refusal(policy_from_settings(self.settings), request.model)
+        if refusal is not None:  # least privilege: built-in models and model files under --log-root only
+            self.show_status(refusal, problem=True)
             return
         self.trials = []
         self.result = None

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Input, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from tfgpu_tui.access import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
@@ -189,7 +190,13 @@ class TrainingTab(DashboardTab):
 
     # ----- following (worker thread) -----
     def follow(self, path: Path, writer_pid: int | None = None) -> None:
-        """Follow another file (the previous worker is cancelled)."""
+        """Follow another file (the previous worker is cancelled); a path the access policy refuses
+        (special file, outside --log-root) is not opened and the reason is shown."""
+        refusal = None if self.is_simulated(path) else log_refusal(policy_from_settings(self.settings), path)
+        if refusal is not None:
+            self.query_one("#training-status", Static).update(Text(f"Not opened: {refusal}", "yellow"))
+            self.notify(refusal, title="Log not opened", severity="warning")
+            return
         self.path = path
         self.writer_pid = writer_pid
         self.run = None
@@ -462,7 +469,7 @@ class TrainingTab(DashboardTab):
         self.post_message(LogsFound(self.log_finder()))
 
     def on_logs_found(self, message: LogsFound) -> None:
-        self.candidates = message.candidates
+        self.candidates = visible_logs(policy_from_settings(self.settings), message.candidates)
         note = self.query_one("#training-pick-note", Static)
         options = self.query_one("#training-pick-list", OptionList)
         options.clear_options()
@@ -504,8 +511,10 @@ class TrainingTab(DashboardTab):
     def _path_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
         path = Path(value).expanduser()
-        if not value or path.is_dir():
-            event.input.border_subtitle = f"{path} is a directory, not a log file" if value else "type a path"
+        refusal = log_refusal(policy_from_settings(self.settings), path) if value else "type a path"
+        if refusal is not None:
+            event.input.border_subtitle = refusal
+            self.notify(refusal, title="Log not opened", severity="warning")
             return  # the input stays open with the reason
         event.input.remove_class("-open")
         self.follow(path)

@@ -1,0 +1,121 @@
+"""Least privilege: what a session may do on the machine it runs on (docs/security.md says it for users).
+
+A local dashboard may do everything its user may (unless `--readonly`). A web session, or a dashboard started
+with `--least-privilege`, may by default send no signals, open only regular files under the log root
+(symlinks resolved), probe only the built-in models and model files under the log root, and write nothing on
+the server; `--allow-kill` and `--allow-code` loosen that. Every check returns the reason for a refusal (a
+sentence for the user) or None. No I/O beyond `stat`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from tfgpu_tui.settings import Settings
+
+MODEL_FILE_SUFFIXES = (".keras", ".h5")
+CODE_REFUSED = (
+    "models given as package.module:function run code on this machine, which this session may not do "
+    "(the server's --allow-code allows it); use a builtin: model or a model file under {root}"
+)
+WRITES_REFUSED = "This session writes nothing on the machine it runs on (least privilege)."
+KINDS = (
+    (stat.S_ISDIR, "a directory, not a log file"),
+    (stat.S_ISFIFO, "a FIFO (named pipe), not a regular file"),
+    (stat.S_ISCHR, "a character device, not a regular file"),
+    (stat.S_ISBLK, "a block device, not a regular file"),
+    (stat.S_ISSOCK, "a socket, not a regular file"),
+)
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """What a session may do. `log_root` (absolute, symlinks resolved) is None when any path may be opened."""
+
+    allow_kill: bool = True
+    allow_code: bool = True
+    log_root: Path | None = None
+    allow_writes: bool = True
+
+
+def policy_from_settings(settings: Settings) -> AccessPolicy:
+    """The policy `settings` asks for (see the module docstring)."""
+    root = settings.log_root
+    if settings.least_privilege:
+        if root is None:
+            root = Path(settings.log_path).expanduser().absolute().parent
+        return AccessPolicy(
+            allow_kill=settings.allow_kill and not settings.readonly,
+            allow_code=settings.allow_code,
+            log_root=real_path(root),
+            allow_writes=False,
+        )
+    return AccessPolicy(not settings.readonly, True, None if root is None else real_path(root), True)
+
+
+def real_path(path: Path | str) -> Path:
+    """`path` absolute, `~` expanded and symlinks resolved (never raises; a loop is left as it is)."""
+    return Path(os.path.realpath(os.path.expanduser(path)))
+
+
+def special_file_refusal(path: Path | str) -> str | None:
+    """Why `path` cannot be followed as a log: a FIFO, device, socket, directory or symlink loop. None for a
+    regular file and for a path that does not exist (yet)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"{path} is a symlink loop (its links point back at each other)"
+        return None
+    for test, what in KINDS:
+        if test(mode):
+            return f"{path} is {what}"
+    return None
+
+
+def is_under(path: Path | str, root: Path) -> bool:
+    """Whether `path`, symlinks resolved, is `root` or inside it (`root` already resolved)."""
+    real = str(real_path(path))
+    return os.path.commonpath([real, str(root)]) == str(root)
+
+
+def log_refusal(policy: AccessPolicy, path: Path | str) -> str | None:
+    """Why this session may not follow `path` as a training log, or None."""
+    special = special_file_refusal(path)
+    if special is not None:
+        return special
+    if policy.log_root is not None and not is_under(path, policy.log_root):
+        return f"{path} is outside the log root {policy.log_root}; this session opens logs only under it"
+    return None
+
+
+def model_refusal(policy: AccessPolicy, spec: str) -> str | None:
+    """Why this session may not probe the model `spec` (as `check_model_spec` returns it), or None."""
+    if policy.allow_code or spec.startswith("builtin:"):
+        return None
+    root = policy.log_root
+    if os.path.isabs(spec):
+        if root is None or not is_under(spec, root):
+            return f"model files are allowed only under {root}" if root else CODE_REFUSED.format(root="-")
+        if not spec.endswith(MODEL_FILE_SUFFIXES) or not os.path.isfile(spec):
+            return f"{spec} is not a saved model file ({', '.join(MODEL_FILE_SUFFIXES)})"
+        return None
+    return CODE_REFUSED.format(root=root or "the log root")
+
+
+class HasPath(Protocol):
+    path: Path
+
+
+T = TypeVar("T", bound=HasPath)
+
+
+def visible_logs(policy: AccessPolicy, candidates: Iterable[T]) -> list[T]:
+    """The candidates (anything with a `path`) this session may open; others' logs stay unlisted."""
+    return [candidate for candidate in candidates if log_refusal(policy, candidate.path) is None]
