@@ -95,9 +95,20 @@ def process_command(row: ProcessRow) -> str:
         return f"<{row.host_state.value}>"
     command = row.command or ""
     if row.jupyter is not None:
-        notebook = row.jupyter.notebook_path or f"kernel {row.jupyter.kernel_id}"
-        command = f"[jupyter] {notebook}"
-    return ("[TF] " if row.tensorflow_loaded else "") + command
+        kernel = row.jupyter
+        if kernel.notebook_path:
+            command = f"[jupyter] {kernel.notebook_path}"
+        else:
+            why = f" ({kernel.why_unknown})" if kernel.why_unknown else ""
+            command = f"[jupyter kernel {kernel.kernel_id}]{why} {command}"
+        if kernel.execution_state:
+            command += f" [{kernel.execution_state}]"
+    marks = "[TF] " if row.tensorflow_loaded else ""
+    if row.own_child:
+        marks += "[tfgpu-tui child] "
+    if row.idle_seconds is not None and row.idle_seconds >= 60:
+        marks += f"[idle {row.idle_seconds / 60:.0f}m] "
+    return marks + command
 
 
 def process_line(row: ProcessRow) -> str:
@@ -150,23 +161,59 @@ def _take(sampler: Sampler, first: bool) -> Snapshot:
     return sampler.sample()
 
 
+def needs_confirming(snapshot: Snapshot) -> bool:
+    """Whether a reading is suspicious but not yet an alert: a GPU at 0 % while TensorFlow holds its memory,
+    or TensorFlow on the CPU (both must last a moment before they mean anything)."""
+    flagged = {alert.subject for alert in snapshot.alerts if alert.kind == "cpu_fallback"}
+    if any(d.zero_util_seconds is not None and f"GPU {d.index}" not in flagged for d in snapshot.devices):
+        return True
+    return any(
+        row.gpu_index is None
+        and row.tensorflow_loaded
+        and not row.own_child
+        and f"PID {row.pid}" not in flagged
+        for row in snapshot.processes
+    )
+
+
+def _take_confirmed(sampler: Sampler, window: float) -> tuple[Snapshot, float]:
+    """One-shot: two samples a CPU window apart, then more over `window` only while a reading needs
+    confirming. Returns the snapshot and the seconds spent sampling."""
+    started = time.monotonic()
+    snapshot = _take(sampler, True)
+    deadline = started + window
+    while needs_confirming(snapshot) and time.monotonic() < deadline:
+        _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
+        snapshot = sampler.sample()
+    return snapshot, time.monotonic() - started
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the report once, or until Ctrl-C with --watch; 1 when there is nothing to monitor."""
     from tfgpu_tui.cli import settings_from_args
 
     settings: Settings = settings_from_args(args)
+    window = getattr(args, "window", DEFAULT_WINDOW_SECONDS)
+    if not args.watch:  # a one-shot answer cannot wait 15 s: the window is the evidence, and it says so
+        settings.fallback_seconds = min(settings.fallback_seconds, window)
     host = None
     if not settings.demo:
         from tfgpu_tui.gpu.processes import HostInspector
 
-        host = HostInspector(background=args.watch is False)
+        host = HostInspector(background=args.watch)  # one-shot: Jupyter and the CPU scan answer inline
     sampler = Sampler(settings, host=host)
     try:
         first = True
         while True:
-            snapshot = _take(sampler, first)
+            if args.watch:
+                snapshot, spent = _take(sampler, first), None
+            else:
+                snapshot, spent = _take_confirmed(sampler, window)
             if args.json:
-                text = json.dumps(snapshot_dict(snapshot), indent=None if args.watch else 2)
+                data = snapshot_dict(snapshot)
+                if spent is not None:
+                    data["sampled_seconds"] = round(spent, 2)
+                text = json.dumps(data, indent=None if args.watch else 2)
             else:
                 text = render(snapshot)
                 if sys.stdout.isatty():  # one line per row on a terminal; pipes get the full commands
