@@ -67,7 +67,7 @@ class Settings:
     log_root: Path | None = None  # logs only under this directory (least privilege: the log's directory)
     # Monitor tab
     kill_grace_seconds: float = 5.0
-    fallback_seconds: float = 60.0
+    fallback_seconds: float = 15.0  # a GPU at 0 % this long while TensorFlow holds its memory
     stale_minutes: float = 10.0
     memory_full_percent: float = 95.0
     starvation_minutes: float = 2.0

@@ -16,11 +16,18 @@ from typing import Any
 
 from tfgpu_tui.env.children import run_child
 from tfgpu_tui.exit_status import describe_exit
+from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 
 PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
 STDERR_LIMIT_CHARS = 200_000
 # TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose.
-PROBE_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.own_children).
+PROBE_ENV = {
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    CHILD_ENV_VAR: CHILD_ENV_VALUE,
+}
 
 
 @dataclass

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from tfgpu_tui.own_children import marked
 from tfgpu_tui.probe import worker
 from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
 from tfgpu_tui.probe.request import ProbeRequest
@@ -31,8 +32,8 @@ MIN_HOST_AVAILABLE_FRACTION = 0.03
 def child_environment(device: str) -> dict[str, str]:
     """The child's environment: quiet TensorFlow logs; on the CPU hide the GPUs and turn oneDNN on (its
     allocator keeps the statistics the probe reads) unless the user chose otherwise; on a GPU drop
-    memory growth, which TensorFlow refuses beside a memory limit."""
-    env = dict(os.environ)
+    memory growth, which TensorFlow refuses beside a memory limit. Marked as tfgpu-tui's child (no alerts)."""
+    env = marked(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if device == "CPU":
         env["CUDA_VISIBLE_DEVICES"] = ""
