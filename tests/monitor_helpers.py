@@ -22,6 +22,19 @@ def shown_pids(app: App) -> list[int]:
     return [row.process.pid for row in app.query_one(ProcessTable).rows_shown]
 
 
+def record_notifications(app: App) -> list[tuple[str, str]]:
+    """From now on, every notification the app shows as (title, message), in order."""
+    shown: list[tuple[str, str]] = []
+    notify = app.notify
+
+    def recording(message: str, *, title: str = "", **options: object) -> None:
+        shown.append((title, message))
+        notify(message, title=title, **options)  # type: ignore[arg-type]
+
+    app.notify = recording  # type: ignore[method-assign]
+    return shown
+
+
 async def select_pid(pilot: Pilot, pid: int) -> None:
     table = pilot.app.query_one(ProcessTable)
     table.focus()

@@ -8,6 +8,7 @@ from monitor_helpers import (
     KERNEL,
     OTHER_USER,
     TRAINING,
+    record_notifications,
     select_pid,
     shown_pids,
     wait_for_table,
@@ -23,6 +24,7 @@ from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
+from tfgpu_tui.ui.monitor import CSS_PATH as MONITOR_CSS
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
@@ -32,7 +34,10 @@ from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 
 class MonitorOnly(App[None]):
-    """The Monitor tab alone, with an injected GPU source."""
+    """The Monitor tab alone, with an injected GPU source; keys go to the process table, as in the app."""
+
+    CSS_PATH = MONITOR_CSS
+    AUTO_FOCUS = "ProcessTable"
 
     def __init__(self, settings: Settings, source: object) -> None:
         super().__init__()
@@ -132,10 +137,7 @@ async def test_sort_keys_and_header_click_change_the_order() -> None:
         await pilot.press("s")  # running time, longest first
         assert shown_pids(app) == [KERNEL, TRAINING, OTHER_USER, CPU_JOB]
         assert "sorted by running time, longest first" in str(app.query_one("#process-caption").render())
-        table = app.query_one(ProcessTable)
-        table.post_message(
-            table.HeaderSelected(table, table.ordered_columns[0].key, 0, table.ordered_columns[0].label)
-        )
+        await pilot.click(ProcessTable, offset=(1, 0))  # the PID column's header
         await pilot.pause()
         assert tab.sort_by == "pid" and shown_pids(app)[0] == KERNEL
 
@@ -165,11 +167,12 @@ async def test_kill_confirmed_ends_the_process_and_frees_memory() -> None:
         assert app.focused is dialog.query_one("#cancel", Button)
         body = str(dialog.query_one("#confirm-kill-body").render())
         assert f"PID {KERNEL}" in body and "ipykernel_launcher" in body and "18.0 GiB on GPU 1" in body
+        notifications = record_notifications(app)
         await pilot.click("#kill")
         await wait_until(
             pilot, lambda: not tab.kill_running and "freed" in tab.kill_status.lower(), timeout=10
         )
-        assert any("freed" in n.message.lower() for n in app._notifications)  # before it times out
+        assert any("freed" in message.lower() for _title, message in notifications)
         await wait_until(pilot, lambda: KERNEL not in shown_pids(app))
         used_after = next(d for d in tab.snapshot.devices if d.index == 1).memory_used_mib
         assert used_after < used_before - 18000
@@ -202,12 +205,13 @@ async def test_readonly_refuses_with_a_message_and_no_dialog() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_for_table(pilot)
         await select_pid(pilot, TRAINING)
+        notifications = record_notifications(app)
         await pilot.press("k")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmKill)
         tab = app.query_one(MonitorTab)
         assert "read-only" in tab.kill_status.lower() or "readonly" in tab.kill_status.lower()
-        assert any(f"PID {TRAINING}" in (n.title or "") for n in app._notifications)
+        assert any(f"PID {TRAINING}" in title for title, _message in notifications)
         assert TRAINING in shown_pids(app)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tfgpu_tui.gpu.model import HostState, ProcessRow, Snapshot
+from tfgpu_tui.ui.monitor import CSS_PATH as MONITOR_CSS
 from tfgpu_tui.ui.widgets.process_table import ProcessTable, build_process_rows
 
 ROWS = 40
@@ -21,6 +22,8 @@ def _snapshot(cpu_of: dict[int, float]) -> Snapshot:
 
 
 class TableOnly(App[None]):
+    CSS_PATH = MONITOR_CSS
+
     def compose(self) -> ComposeResult:
         yield ProcessTable(id="table")
 
@@ -37,7 +40,8 @@ async def test_only_changed_rows_in_view_are_repainted() -> None:
         # row 1 is in view, row 30 is scrolled out of it; the others are unchanged
         table.show_rows(build_process_rows(_snapshot({2: 50.0, 31: 70.0}), "pid"))
         assert repainted == [1]
-        assert str(table.get_cell_at((1, 5))) == "50" and str(table.get_cell_at((30, 5))) == "70"
+        assert str(table.rows_shown[1].cells[5]) == "50" and str(table.rows_shown[30].cells[5]) == "70"
+        assert " 50 " in table.line_text(1) and " 70 " in table.line_text(30)
         table.show_rows(build_process_rows(_snapshot({2: 50.0, 31: 70.0}), "pid"))
         assert repainted == [1]  # nothing changed: nothing repainted
         # scrolled to the bottom, a change there is repainted once it is in view

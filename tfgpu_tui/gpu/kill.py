@@ -1,4 +1,5 @@
-"""The safe signal path: re-check a process's identity before every signal, SIGTERM, grace, SIGKILL.
+"""The safe signal path: re-check a process's identity before every signal; the chosen signal (SIGTERM by
+default, or SIGINT, or SIGKILL at once), a grace period, then SIGKILL.
 
 A process is identified by (pid, create time), so a recycled PID is never signalled. Where the OS offers a
 pidfd (Linux >= 5.3, Python >= 3.9) the signal goes through it, which closes the race between the check and
@@ -13,26 +14,45 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 import psutil
 
 from tfgpu_tui.gpu.model import ProcessIdentity
-from tfgpu_tui.gpu.source import SignalOutcome
+from tfgpu_tui.gpu.source import SignalOutcome, SignalResult
 
 CREATE_TIME_TOLERANCE = 0.05  # psutil's create time has 0.01 s precision on Linux
 KILL_WAIT_SECONDS = 3.0
 POLL_SECONDS = 0.05
+# The signals a kill may start with (as nvitop offers): ask to exit, interrupt as Ctrl+C does, or end at once.
+KILL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL, signal.SIGINT)
+
+
+class KillResult(str, Enum):
+    """How a kill ended (a str, so that it reads as its value in JSON and messages)."""
+
+    FREED = "freed"
+    STILL_HELD = "still_held"
+    PERMISSION_DENIED = "permission_denied"
+    ALREADY_GONE = "already_gone"
+    REFUSED = "refused"
+    PID_REUSED = "pid_reused"
+    ERROR = "error"
 
 
 @dataclass(frozen=True)
 class KillOutcome:
-    """The end result of a kill, shown to the user."""
+    """The end result of a kill, shown to the user; `result` given as a string is checked and made a
+    KillResult."""
 
     pid: int
-    result: str  # freed | still_held | permission_denied | already_gone | refused | pid_reused | error
+    result: KillResult
     message: str
     freed_mib: float | None = None
     signals_sent: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "result", KillResult(self.result))
 
 
 class _Gone(Exception):
@@ -95,60 +115,77 @@ def _wait_for_exit(identity: ProcessIdentity, pidfd: int | None, timeout: float)
         time.sleep(POLL_SECONDS)
 
 
+def signal_steps(
+    first: signal.Signals, grace_seconds: float, kill_wait_seconds: float = KILL_WAIT_SECONDS
+) -> tuple[tuple[signal.Signals, float], ...]:
+    """The signals a kill sends in turn, each with how long to wait for the exit: the chosen one, then SIGKILL
+    after the grace period (SIGKILL alone when it is the choice)."""
+    if first not in KILL_SIGNALS:
+        raise ValueError(f"{first!r} is not one of {', '.join(s.name for s in KILL_SIGNALS)}")
+    if first == signal.SIGKILL:
+        return ((signal.SIGKILL, kill_wait_seconds),)
+    return ((first, grace_seconds), (signal.SIGKILL, kill_wait_seconds))
+
+
 def terminate_process(
     identity: ProcessIdentity,
     grace_seconds: float,
     on_progress: Callable[[str], None] | None = None,
     kill_wait_seconds: float = KILL_WAIT_SECONDS,
+    first_signal: signal.Signals = signal.SIGTERM,
 ) -> SignalOutcome:
-    """SIGTERM, wait ``grace_seconds``, SIGKILL if still alive; identity re-checked before each signal.
+    """``first_signal`` (SIGTERM by default, or SIGINT), wait ``grace_seconds``, SIGKILL if still alive (or
+    SIGKILL at once when that is the choice); identity re-checked before each signal.
 
     Returns:
-        A SignalOutcome whose result is ended, still_alive, permission_denied, already_gone, pid_reused
-        or error. It never raises for the usual failures.
+        A SignalOutcome (SignalResult: ended, still_alive, permission_denied, already_gone, pid_reused or
+        error). It never raises for the usual failures.
     """
     pid = identity.pid
     progress = on_progress or (lambda _text: None)
     sent: list[str] = []
     pidfd: int | None = None
+    steps = signal_steps(first_signal, grace_seconds, kill_wait_seconds)
     try:
         _check_identity(identity)
         pidfd = _open_pidfd(pid)
-        for signum, wait in ((signal.SIGTERM, grace_seconds), (signal.SIGKILL, kill_wait_seconds)):
+        for signum, wait in steps:
             _check_identity(identity)
             _send(pid, pidfd, signum)
             sent.append(signum.name)
             progress(f"Sent {signum.name} to PID {pid}; waiting up to {wait:g} s for it to exit")
             if _wait_for_exit(identity, pidfd, wait):
-                return SignalOutcome("ended", f"PID {pid} ended ({signum.name})", tuple(sent))
-            if signum == signal.SIGTERM:
+                return SignalOutcome(SignalResult.ENDED, f"PID {pid} ended ({signum.name})", tuple(sent))
+            if signum != signal.SIGKILL:
                 progress(f"PID {pid} is still running after {wait:g} s; sending SIGKILL")
         return SignalOutcome(
-            "still_alive",
+            SignalResult.STILL_ALIVE,
             f"PID {pid} is still alive after SIGKILL (probably stuck in the driver, state D); "
             "it may need a reboot to free its GPU memory",
             tuple(sent),
         )
     except _Gone:
         if sent:
-            return SignalOutcome("ended", f"PID {pid} ended ({sent[-1]})", tuple(sent))
-        return SignalOutcome("already_gone", f"PID {pid} had already exited", tuple(sent))
+            return SignalOutcome(SignalResult.ENDED, f"PID {pid} ended ({sent[-1]})", tuple(sent))
+        return SignalOutcome(SignalResult.ALREADY_GONE, f"PID {pid} had already exited", tuple(sent))
     except _Reused:
         if sent:
-            return SignalOutcome("ended", f"PID {pid} ended ({sent[-1]})", tuple(sent))
+            return SignalOutcome(SignalResult.ENDED, f"PID {pid} ended ({sent[-1]})", tuple(sent))
         return SignalOutcome(
-            "pid_reused", f"PID {pid} now belongs to a different process; nothing was sent", tuple(sent)
+            SignalResult.PID_REUSED,
+            f"PID {pid} now belongs to a different process; nothing was sent",
+            tuple(sent),
         )
     except ProcessLookupError:
-        return SignalOutcome("already_gone", f"PID {pid} had already exited", tuple(sent))
+        return SignalOutcome(SignalResult.ALREADY_GONE, f"PID {pid} had already exited", tuple(sent))
     except (PermissionError, psutil.AccessDenied):
         return SignalOutcome(
-            "permission_denied",
+            SignalResult.PERMISSION_DENIED,
             f"Permission denied signalling PID {pid}: it belongs to another user (run as root or ask them)",
             tuple(sent),
         )
     except OSError as exc:
-        return SignalOutcome("error", f"Could not signal PID {pid}: {exc}", tuple(sent))
+        return SignalOutcome(SignalResult.ERROR, f"Could not signal PID {pid}: {exc}", tuple(sent))
     finally:
         if pidfd is not None:
             os.close(pidfd)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import getpass
 import math
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -319,16 +320,21 @@ class SimulatedSource:
         return host_stats()
 
     def terminate(
-        self, row: ProcessRow, grace_seconds: float, on_progress: Callable[[str], None] | None = None
+        self,
+        row: ProcessRow,
+        grace_seconds: float,
+        on_progress: Callable[[str], None] | None = None,
+        first_signal: signal.Signals = signal.SIGTERM,
     ) -> SignalOutcome:
         """End a simulated process (no real signal is sent)."""
+        name = first_signal.name
         with self._lock:
             for sim in self._procs + self._cpu_procs:
                 if sim.row.pid == row.pid and sim.alive:
                     sim.alive = False
                     if on_progress:
-                        on_progress(f"Sent SIGTERM to simulated PID {row.pid}")
-                    return SignalOutcome("ended", f"PID {row.pid} ended (SIGTERM, simulated)", ("SIGTERM",))
+                        on_progress(f"Sent {name} to simulated PID {row.pid}")
+                    return SignalOutcome("ended", f"PID {row.pid} ended ({name}, simulated)", (name,))
         return SignalOutcome("already_gone", f"PID {row.pid} had already exited")
 
 

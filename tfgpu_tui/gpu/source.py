@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol
 
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, HostStats, NvmlUnavailable, ProcessRow
@@ -29,13 +31,28 @@ class GpuReading:
     processes: list[GpuProcess] = field(default_factory=list)
 
 
+class SignalResult(str, Enum):
+    """How signalling a process ended (a str, so that it reads as its value)."""
+
+    ENDED = "ended"
+    STILL_ALIVE = "still_alive"
+    PERMISSION_DENIED = "permission_denied"
+    ALREADY_GONE = "already_gone"
+    PID_REUSED = "pid_reused"
+    ERROR = "error"
+
+
 @dataclass(frozen=True)
 class SignalOutcome:
-    """What happened when a process was signalled (before checking whether GPU memory was freed)."""
+    """What happened when a process was signalled (before checking whether GPU memory was freed); `result`
+    given as a string is checked and made a SignalResult."""
 
-    result: str  # ended | still_alive | permission_denied | already_gone | pid_reused | error
+    result: SignalResult
     message: str
     signals_sent: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "result", SignalResult(self.result))
 
 
 class ProcessHost(Protocol):
@@ -48,7 +65,11 @@ class ProcessHost(Protocol):
     def stats(self) -> HostStats | None: ...
 
     def terminate(
-        self, row: ProcessRow, grace_seconds: float, on_progress: Callable[[str], None] | None = None
+        self,
+        row: ProcessRow,
+        grace_seconds: float,
+        on_progress: Callable[[str], None] | None = None,
+        first_signal: signal.Signals = signal.SIGTERM,
     ) -> SignalOutcome: ...
 
     def close(self) -> None: ...

@@ -9,20 +9,20 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.ui.widgets.alerts_panel import short_title
 
-_SEVERITY_STYLE = {
-    Severity.INFO: "bold",
-    Severity.WARNING: "bold black on yellow",
-    Severity.CRITICAL: "bold white on red",
+_SEVERITY_CLASS = {
+    Severity.INFO: "status-header--info",
+    Severity.WARNING: "status-header--warning",
+    Severity.CRITICAL: "status-header--critical",
 }
 
 
 class StatusHeader(Static):
-    """Always visible: which machine, how many GPUs, and what needs attention first."""
+    """Always visible: which machine, how many GPUs, and what needs attention first, in a short form that
+    fits the width (the host name gives way first)."""
 
-    DEFAULT_CSS = """
-    StatusHeader { dock: top; height: 1; background: $panel; color: $text; padding: 0 1; }
-    """
+    COMPONENT_CLASSES = {*_SEVERITY_CLASS.values(), "status-header--simulated", "status-header--ok"}
     gpu_count: reactive[int | None] = reactive(None)
     simulated: reactive[bool] = reactive(False)
     no_gpu_reason: reactive[str] = reactive("")
@@ -34,20 +34,35 @@ class StatusHeader(Static):
         self.host = socket.gethostname()
 
     def render(self) -> Text:
-        text = Text()
-        text.append("tfgpu-tui", style="bold")
-        text.append(f"  {self.host}  ")
+        width = self.content_region.width or 80
+        status = Text()
         if self.gpu_count is None:
-            text.append("no GPU to monitor" if self.no_gpu_reason else "GPUs: …", style="dim")
+            status.append("no GPU to monitor" if self.no_gpu_reason else "GPUs: …", style="dim")
         else:
-            text.append(f"{self.gpu_count} GPU{'s' if self.gpu_count != 1 else ''}")
+            status.append(f"{self.gpu_count} GPU{'s' if self.gpu_count != 1 else ''}")
         if self.simulated:
-            text.append("  ")
-            text.append(" SIMULATED ", style="bold white on dark_magenta")
-        text.append("  ")
+            status.append("  ")
+            status.append(" SIMULATED ", style=self.get_component_rich_style("status-header--simulated"))
+        status.append("  ")
+        alert = Text(no_wrap=True, overflow="ellipsis")
         if self.alert is None:
-            text.append("no alerts", style="green")
+            alert.append("no alerts", style=self.get_component_rich_style("status-header--ok"))
         else:
-            more = f" (+{self.alert_count - 1} more)" if self.alert_count > 1 else ""
-            text.append(f" {self.alert.message}{more} ", style=_SEVERITY_STYLE[self.alert.severity])
+            more = f" (+{self.alert_count - 1})" if self.alert_count > 1 else ""
+            title = short_title(self.alert)
+            room = width - len("tfgpu-tui  ") - status.cell_len - len(more) - 2
+            if len(title) > room:
+                room += len(self.host) + 2  # the host name gives way to the alert
+            if len(title) > room:
+                title = title[: max(1, room - 1)] + "…"
+            style = self.get_component_rich_style(_SEVERITY_CLASS[self.alert.severity])
+            alert.append(f" {title}{more} ", style=style)
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append("tfgpu-tui", style="bold")
+        host = f"  {self.host}  "
+        if len("tfgpu-tui") + len(host) + status.cell_len + alert.cell_len > width:
+            host = "  "
+        text.append(host)
+        text.append_text(status)
+        text.append_text(alert)
         return text

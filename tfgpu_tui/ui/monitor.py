@@ -7,20 +7,23 @@ snapshot here as a message; the event loop only applies it to the widgets.
 from __future__ import annotations
 
 import math
+import signal
 import threading
 import time
+from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.notifications import SeverityLevel
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Alert
-from tfgpu_tui.gpu.kill import KillOutcome
+from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.source import GpuSource
@@ -28,19 +31,38 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.log_sources import OutputKind, process_output
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
-from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
+from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
+from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
 from tfgpu_tui.ui.widgets.history_plot import GpuHistory, HistoryPlot, relative_series
 from tfgpu_tui.ui.widgets.host_line import render_host_line
-from tfgpu_tui.ui.widgets.process_table import SORT_KEYS, ProcessTable, build_process_rows, sort_caption
+from tfgpu_tui.ui.widgets.process_table import (
+    SORT_KEYS,
+    ProcessTable,
+    TableRow,
+    build_process_rows,
+    is_descending,
+    sort_caption,
+)
 
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
 NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
-# Severity of the notification for each kill result.
-_OUTCOME_SEVERITY = {"freed": "information", "already_gone": "information", "still_held": "warning"}
+# The Monitor's styles (and those of its widgets, the header and the kill dialog): the app loads it.
+CSS_PATH = Path(__file__).with_name("monitor.tcss")
+# Severity of the notification for each kill result; any other result is an error.
+_OUTCOME_SEVERITY: dict[KillResult, SeverityLevel] = {
+    KillResult.FREED: "information",
+    KillResult.ALREADY_GONE: "information",
+    KillResult.STILL_HELD: "warning",
+}
+_SEVERITY_CLASS: dict[SeverityLevel, str] = {"information": "-ok", "warning": "-warning", "error": "-error"}
+CARD_LINES = 6  # a GPU card with its history plot
+TABLE_MIN_LINES = 6  # the process table's header and five rows
+FULL_TABLE_LINES = 10  # the full cards are chosen only when they leave the table at least this much
+MAX_ALERT_LINES = 5
 
 
 class SnapshotReady(Message):
@@ -114,18 +136,10 @@ class MonitorTab(DashboardTab):
         Binding("k", "kill", "Kill process"),
         Binding("s", "cycle_sort", "Sort by next"),
         Binding("r", "reverse_sort", "Reverse sort"),
+        Binding("c", "toggle_compact", "Compact GPUs"),
         Binding("l", "open_log", "Open its log"),
         Binding("e", "explain", "Explain alert"),
     ]
-    DEFAULT_CSS = """
-    MonitorTab #host-line { height: 1; padding: 0 1; }
-    MonitorTab #no-gpu { height: auto; border: round $error; padding: 0 1; display: none; }
-    MonitorTab #no-gpu.-shown { display: block; }
-    MonitorTab #gpu-rows { height: auto; max-height: 50%; }
-    MonitorTab .gpu-row { height: 6; }
-    MonitorTab #process-caption { height: 1; padding: 0 1; background: $boost; }
-    MonitorTab #kill-status { height: 1; padding: 0 1; }
-    """
 
     def __init__(self, settings: Settings, source: GpuSource | None = None) -> None:
         super().__init__(settings)
@@ -139,22 +153,28 @@ class MonitorTab(DashboardTab):
         self.snapshot: Snapshot | None = None
         self.ui_ms: float | None = None  # what applying the last snapshot to the widgets cost
         self.kill_running = False
+        self.compact_choice: bool | None = None  # None: the compact GPU view is chosen by the height
         self._gpu_count: tuple[int | None, str] | None = None
         self._alerts: list[Alert] | None = None
         self.plot_seconds = PLOT_REDRAW_SECONDS  # how often the history plots are redrawn
         self._plots_wanted = threading.Event()  # set: collect histories with the next sample
+        self._plots_shown = threading.Event()  # set: the full cards and their plots are on screen
         self._histories: list[GpuHistory] = []  # the latest collected, for catching up when the tab is shown
         self._histories_at = -math.inf  # the timestamp of the snapshot they came with
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
         self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
+        self._fitted: tuple[object, ...] = ()  # what the last layout fit was computed from
 
     def compose(self) -> ComposeResult:
         yield Static("Starting the monitor…", id="host-line")
         yield Static(id="no-gpu")
         yield VerticalScroll(id="gpu-rows", can_focus=False)
+        yield GpuCompactList(id="gpu-compact")
         yield AlertsPanel(id="monitor-alerts")
+        yield Static(id="alert-detail", markup=False)
         yield Static(id="process-caption")
         yield ProcessTable(id="process-table")
+        yield Static(id="process-detail", markup=False)
         yield Static(id="kill-status")
 
     def on_mount(self) -> None:
@@ -169,6 +189,11 @@ class MonitorTab(DashboardTab):
 
     def focus_default(self) -> None:
         self.query_one(ProcessTable).focus()
+
+    @property
+    def compact(self) -> bool:
+        """Whether the GPUs are shown one line each (else as cards with history plots)."""
+        return self.has_class("-compact")
 
     @property
     def sampler(self) -> Sampler | None:
@@ -204,7 +229,8 @@ class MonitorTab(DashboardTab):
                     snapshot = None
             if snapshot is not None:
                 histories = None
-                if started - plots_at >= self.plot_seconds or self._plots_wanted.is_set():
+                due = started - plots_at >= self.plot_seconds or self._plots_wanted.is_set()
+                if due and self._plots_shown.is_set():
                     self._plots_wanted.clear()
                     plots_at = started
                     try:
@@ -235,6 +261,9 @@ class MonitorTab(DashboardTab):
             if self.snapshot.timestamp - self._histories_at >= self.plot_seconds:
                 self._plots_wanted.set()  # they are due: fresh ones with the next sample
 
+    def on_resize(self) -> None:
+        self._fit()
+
     def _apply(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
         """Show a snapshot in the widgets; each widget repaints only what changed, without a re-layout where
         its size is fixed. `histories` None leaves the plots as they are."""
@@ -242,27 +271,64 @@ class MonitorTab(DashboardTab):
         self._behind = False
         self._update_line("#host-line", render_host_line(snapshot, self.ui_ms))
         no_gpu = self.query_one("#no-gpu", Static)
-        no_gpu.set_class(snapshot.error is not None, "-shown")
+        if no_gpu.has_class("-shown") != (snapshot.error is not None):
+            no_gpu.set_class(snapshot.error is not None, "-shown")
         if snapshot.error is not None:
             no_gpu.update(no_gpu_text(snapshot))
-        self._show_gpus(snapshot.devices, histories or [])
         # The "nothing to monitor" panel already explains a missing driver; the header still gets that alert.
         shown = (
             [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
             if snapshot.error
             else snapshot.alerts
         )
-        self.query_one(AlertsPanel).show(shown)
+        panel = self.query_one(AlertsPanel)
+        panel.show(shown, snapshot.processes)
+        self._fit()
+        self._show_gpus(snapshot.devices, histories or [])
         self._refresh_table()
         self.ui_ms = (time.perf_counter() - started) * 1000
 
+    def _fit(self) -> None:
+        """Choose the GPU view (compact below a height, or as toggled) and how many alert lines fit, so that
+        the process table keeps at least five rows."""
+        snapshot = self.snapshot
+        gpus = len(snapshot.devices) if snapshot is not None else 0
+        panel = self.query_one(AlertsPanel)
+        alerts = len(panel.ordered)
+        height = self.size.height
+        extra = self.query_one("#no-gpu").outer_size.height + self.query_one("#kill-status").outer_size.height
+        key = (height, gpus, alerts, extra, self.compact_choice, panel.has_focus)
+        if key == self._fitted or height == 0:
+            return
+        self._fitted = key
+        cards = min(CARD_LINES * gpus, height // 2)
+        fixed = 3 + extra  # host line, caption, selected command
+        compact = self.compact_choice
+        if compact is None:
+            room = height - fixed - CARD_LINES * gpus - min(alerts, MAX_ALERT_LINES)
+            compact = CARD_LINES * gpus > height // 2 or room < FULL_TABLE_LINES
+        self.set_class(compact, "-compact")
+        gpu_lines = gpus if compact else cards
+        if compact:
+            self._plots_shown.clear()
+        elif not self._plots_shown.is_set():
+            self._plots_shown.set()
+            self._plots_wanted.set()
+        room = height - fixed - gpu_lines - TABLE_MIN_LINES
+        if panel.has_focus:  # reading the alerts: the selected one's text and fix take the table's room
+            room = max(room, height // 2)
+        panel.styles.max_height = max(1, min(alerts, MAX_ALERT_LINES, room))
+        self.query_one("#alert-detail").set_class(panel.has_focus and alerts > 0, "-shown")
+
     def on_sampler_failed(self, message: SamplerFailed) -> None:
-        self.query_one("#kill-status", Static).update(
-            Text(f"Monitor error: {message.error}", style="bold red")
-        )
+        self._set_kill_status(Text(f"Monitor error: {message.error}"), "error")
 
     def _show_gpus(self, devices: list[DeviceSample], histories: list[GpuHistory]) -> None:
-        """One row (card + history plot) per GPU; rows are rebuilt only when the set of GPUs changes."""
+        """The compact lines, or one row (card + history plot) per GPU; rows are rebuilt only when the set of
+        GPUs changes, and the view that is not shown is left alone."""
+        if self.compact:
+            self.query_one(GpuCompactList).show(devices)
+            return
         container = self.query_one("#gpu-rows", VerticalScroll)
         cards = {card.index: card for card in container.query(GpuCard)}
         if sorted(cards) != [device.index for device in devices]:
@@ -281,7 +347,8 @@ class MonitorTab(DashboardTab):
         for device in devices:
             cards[device.index].show(device)
         for history in histories:
-            plots[history.index].show(history)
+            if history.index in plots:
+                plots[history.index].show(history)
 
     def _refresh_table(self) -> None:
         """Rebuild the rows from the latest snapshot in the current order and apply them in place."""
@@ -289,10 +356,38 @@ class MonitorTab(DashboardTab):
         if snapshot is None:
             return
         rows = build_process_rows(snapshot, self.sort_by, self.sort_reverse)
-        self.query_one(ProcessTable).show_rows(rows)
+        table = self.query_one(ProcessTable)
+        table.set_sort_mark(self.sort_by, is_descending(self.sort_by, self.sort_reverse))
+        table.show_rows(rows)
         what = "TensorFlow processes on the CPU" if snapshot.error is not None else "Processes"
         caption = f"{what} ({len(rows)}), sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
         self._update_line("#process-caption", caption)
+        self._show_selected(table.selected)
+
+    def _show_selected(self, row: TableRow | None) -> None:
+        """The selected process's whole command line (the table may cut it), under the table."""
+        if row is None:
+            self._update_line("#process-detail", "")
+            return
+        process = row.process
+        text = Text(f"PID {process.pid}: ", style="bold")
+        text.append_text(row.cells[-1] if isinstance(row.cells[-1], Text) else Text(str(row.cells[-1])))
+        if process.jupyter is not None and process.command:
+            text.append(f"  ({process.command})")
+        self._update_line("#process-detail", text)
+
+    def on_process_table_highlighted(self, message: ProcessTable.Highlighted) -> None:
+        self._show_selected(message.row)
+
+    def on_alerts_panel_selected(self, message: AlertsPanel.Selected) -> None:
+        detail = alert_detail(message.alert) if message.alert is not None else Text()
+        self.query_one("#alert-detail", Static).update(detail)
+
+    def on_descendant_focus(self) -> None:
+        self._fit()
+
+    def on_descendant_blur(self) -> None:
+        self._fit()
 
     def _update_line(self, selector: str, content: str | Text) -> None:
         """Update a one-line Static only when its content changed, without a re-layout (its size is fixed)."""
@@ -301,16 +396,24 @@ class MonitorTab(DashboardTab):
             self.query_one(selector, Static).update(content, layout=False)
 
     def _post_header_updates(self, snapshot: Snapshot) -> None:
-        """Tell the app (header) about the GPU count and alerts, only when they changed."""
+        """Tell the app (header) about the GPU count and alerts (short titles filled in) when they change."""
         count = (None, snapshot.error.message) if snapshot.error is not None else (len(snapshot.devices), "")
         if count != self._gpu_count:
             self._gpu_count = count
             self.post_message(GpuCountChanged(count[0], snapshot.simulated, count[1]))
         if snapshot.alerts != self._alerts:
             self._alerts = list(snapshot.alerts)
-            self.post_message(AlertsChanged(self.TAB_ID, list(snapshot.alerts)))
+            alerts = with_short_titles(list(snapshot.alerts), snapshot.processes)
+            self.post_message(AlertsChanged(self.TAB_ID, alerts))
 
-    # --- sorting --------------------------------------------------------------------------------------------
+    # --- views and sorting ----------------------------------------------------------------------------------
+
+    def action_toggle_compact(self) -> None:
+        """Switch between the compact GPU lines and the cards with history plots."""
+        self.compact_choice = not self.compact
+        self._fit()
+        if self.snapshot is not None:
+            self._show_gpus(self.snapshot.devices, self._histories)
 
     def action_cycle_sort(self) -> None:
         """Sort the process table by the next column (GPU memory, SM %, PID, running time)."""
@@ -323,18 +426,24 @@ class MonitorTab(DashboardTab):
         self.sort_reverse = not self.sort_reverse
         self._refresh_table()
 
-    @on(DataTable.HeaderSelected)
-    def _sort_by_header(self, event: DataTable.HeaderSelected) -> None:
+    def on_process_table_sort_requested(self, event: ProcessTable.SortRequested) -> None:
         """Clicking a sortable header sorts by it; clicking it again reverses the order."""
-        key = event.column_key.value
-        if key not in SORT_KEYS:
-            return
-        self.sort_reverse = not self.sort_reverse if key == self.sort_by else False
-        self.sort_by = key
+        self.sort_reverse = not self.sort_reverse if event.key == self.sort_by else False
+        self.sort_by = event.key
         self._refresh_table()
 
+    def _focused_alert(self) -> Alert | None:
+        """The alert selected in the alerts list, when the list has focus."""
+        panel = self.query_one(AlertsPanel)
+        return panel.selected if panel.has_focus else None
+
     def action_explain(self) -> None:
-        """Jump to the Environment finding behind an alert: the selected process's, else the first."""
+        """Jump to the Environment finding behind an alert: the one selected in the alerts list, else the
+        selected process's, else the first."""
+        focused = self._focused_alert()
+        if focused is not None and focused.link:
+            self.post_message(ShowTab.from_link(focused.link))
+            return
         alerts = [alert for alert in (self.snapshot.alerts if self.snapshot else []) if alert.link]
         if not alerts:
             self.notify("No alert here links to an Environment finding.", severity="information")
@@ -364,8 +473,17 @@ class MonitorTab(DashboardTab):
     # --- kill -----------------------------------------------------------------------------------------------
 
     def action_kill(self) -> None:
-        """Ask to kill the selected process (SIGTERM, then SIGKILL after the grace period)."""
-        selected = self.query_one(ProcessTable).selected
+        """Ask to kill the selected process (or the one the selected alert names), with a choice of signal."""
+        table = self.query_one(ProcessTable)
+        focused = self._focused_alert()
+        pid = alert_pid(focused) if focused is not None else None
+        if pid is not None:
+            index = next((i for i, row in enumerate(table.rows_shown) if row.process.pid == pid), None)
+            if index is None:
+                self.notify(f"PID {pid} is no longer listed.", severity="warning")
+                return
+            table.move_cursor(index)
+        selected = table.selected
         if selected is None:
             self.notify("Select a process in the table first.", severity="warning")
             return
@@ -381,35 +499,35 @@ class MonitorTab(DashboardTab):
             self.notify(
                 refusal, title=f"Cannot kill PID {row.pid}", severity="warning", timeout=NOTIFY_SECONDS
             )
-            self._set_kill_status(Text(f"Not killed: {refusal}", style="yellow"))
+            self._set_kill_status(Text(f"Not killed: {refusal}"), "warning")
             return
 
-        def confirmed(kill: bool | None) -> None:
-            if kill:
-                self._run_kill(row)
+        def confirmed(first_signal: signal.Signals | None) -> None:
+            if first_signal is not None:
+                self._run_kill(row, first_signal)
 
         self.app.push_screen(ConfirmKill(row, self.settings.kill_grace_seconds), confirmed)
 
-    def _run_kill(self, row: ProcessRow) -> None:
+    def _run_kill(self, row: ProcessRow, first_signal: signal.Signals = signal.SIGTERM) -> None:
         self.kill_running = True
-        self._set_kill_status(Text(f"Killing PID {row.pid}…", style="bold"))
-        self._kill_worker(row)
+        self._set_kill_status(Text(f"Killing PID {row.pid} ({first_signal.name})…"), None)
+        self._kill_worker(row, first_signal)
 
     @work(thread=True, group="monitor-kill", exit_on_error=False)
-    def _kill_worker(self, row: ProcessRow) -> None:
+    def _kill_worker(self, row: ProcessRow, first_signal: signal.Signals) -> None:
         """Run the blocking kill (signals, grace period, memory check) off the event loop."""
         sampler = self._sampler
         if sampler is None:
             return
         try:
-            outcome = sampler.kill(row, lambda text: self.post_message(KillProgress(text)))
+            outcome = sampler.kill(row, lambda text: self.post_message(KillProgress(text)), first_signal)
         except Exception as error:  # noqa: BLE001 - report it rather than lose it in a dead worker
-            outcome = KillOutcome(row.pid, "error", f"Killing PID {row.pid} failed: {error!r}")
+            outcome = KillOutcome(row.pid, KillResult.ERROR, f"Killing PID {row.pid} failed: {error!r}")
         self.post_message(KillFinished(outcome))
         self._wake.set()
 
     def on_kill_progress(self, message: KillProgress) -> None:
-        self._set_kill_status(Text(message.text))
+        self._set_kill_status(Text(message.text), None)
 
     def on_kill_finished(self, message: KillFinished) -> None:
         self.kill_running = False
@@ -418,11 +536,16 @@ class MonitorTab(DashboardTab):
         self.notify(
             outcome.message, title=f"Kill PID {outcome.pid}", severity=severity, timeout=NOTIFY_SECONDS
         )
-        style = {"information": "green", "warning": "yellow"}.get(severity, "bold red")
-        self._set_kill_status(Text(outcome.message, style=style))
+        self._set_kill_status(Text(outcome.message), severity)
 
-    def _set_kill_status(self, text: Text) -> None:
-        self.query_one("#kill-status", Static).update(text, layout=False)
+    def _set_kill_status(self, text: Text, severity: SeverityLevel | None) -> None:
+        """Show a kill's progress or outcome under the table, coloured by `severity` (None: in progress)."""
+        status = self.query_one("#kill-status", Static)
+        for level, name in _SEVERITY_CLASS.items():
+            status.set_class(level == severity, name)
+        status.set_class(bool(text), "-shown")
+        status.update(text)
+        self._fit()
 
     @property
     def kill_status(self) -> str:

@@ -1,64 +1,221 @@
-"""A panel listing alerts, most urgent first, each with what to do about it; hidden when there are none."""
+"""The alerts list: one line per alert (severity, short title, the key that acts on it), most urgent first;
+the selected alert's full text and fix are shown by the Monitor below it."""
 
 from __future__ import annotations
 
+import os
+import shlex
+from dataclasses import replace
+
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.widget import Widget
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.model import ProcessRow
 
-_BADGE = {
-    Severity.INFO: ("INFO", "bold"),
-    Severity.WARNING: ("WARN", "bold black on yellow"),
-    Severity.CRITICAL: ("CRIT", "bold white on red"),
+_BADGE = {Severity.INFO: "INFO", Severity.WARNING: "WARN", Severity.CRITICAL: "CRIT"}
+# What each kind of alert is called in one line, where the alert itself gives no short title.
+KIND_TITLES = {
+    "cpu_fallback": "CPU fallback",
+    "stale_vram": "Stale VRAM",
+    "input_starvation": "Input starved",
+    "memory_full": "Memory full",
+    "gpu_lost": "GPU lost",
+    "memory_growth_off": "Memory growth off",
+    "unattributed_vram": "Unattributed VRAM",
+    "persistence_off": "Persistence off",
+    "no_gpu": "No GPU",
+    "probe_error": "Batch probe failed",
 }
 
 
+def program_name(command: str | None) -> str:
+    """The script or program a command line runs: `python train.py --x` -> `train.py`, `python -m pkg` ->
+    `pkg`."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        words = (command or "").split()
+    for position, word in enumerate(words[1:], start=1):
+        if word == "-m" and position + 1 < len(words):
+            return words[position + 1]
+        if not word.startswith("-"):
+            return os.path.basename(word)
+    return os.path.basename(words[0]) if words else ""
+
+
+def short_title(alert: Alert) -> str:
+    """The alert in a few words: its own short title, else what it is and what it is about."""
+    if alert.short:
+        return alert.short
+    title = KIND_TITLES.get(alert.kind, alert.kind.replace("_", " ").capitalize())
+    return f"{title}: {alert.subject}" if alert.subject else title
+
+
+def with_short_titles(alerts: list[Alert], processes: list[ProcessRow]) -> list[Alert]:
+    """The alerts with a short title filled in where they have none, naming the program of the process they
+    are about (`CPU fallback: PID 1234 train.py`)."""
+    programs = {f"PID {row.pid}": program_name(row.command) for row in processes}
+    filled = []
+    for alert in alerts:
+        if not alert.short:
+            program = programs.get(alert.subject, "")
+            alert = replace(alert, short=f"{short_title(alert)} {program}".rstrip())
+        filled.append(alert)
+    return filled
+
+
+def action_key(alert: Alert) -> str:
+    """The key that acts on the alert: `k` kills the process it names, `e` explains a linked finding."""
+    if alert.subject.startswith("PID ") and alert.kind in {"stale_vram", "cpu_fallback", "input_starvation"}:
+        return "k kill"
+    if alert.link:
+        return "e explain"
+    return ""
+
+
+def alert_pid(alert: Alert) -> int | None:
+    """The PID an alert is about, if it names one."""
+    number = alert.subject.removeprefix("PID ")
+    return int(number) if alert.subject.startswith("PID ") and number.isdigit() else None
+
+
+def alert_detail(alert: Alert) -> Text:
+    """The full text of one alert and its fix."""
+    text = Text()
+    if alert.subject and alert.subject not in alert.message:
+        text.append(f"{alert.subject}: ", style="bold")
+    text.append(alert.message)
+    if alert.fix:
+        text.append("\nFix: ", style="bold")
+        text.append(alert.fix)
+    return text
+
+
 def render_alerts(alerts: list[Alert]) -> Text:
-    """One block per alert: severity badge, subject and message, then the fix on the next line."""
+    """Every alert in full, most urgent first: badge, subject and message, then the fix (used where there is
+    room for all of them, e.g. a snapshot in a report)."""
     text = Text()
     for alert in sorted(alerts, key=lambda alert: alert.severity, reverse=True):
         if text:
             text.append("\n")
-        label, style = _BADGE[alert.severity]
-        text.append(f" {label} ", style=style)
+        text.append(f" {_BADGE[alert.severity]} ")
         if alert.subject and alert.subject not in alert.message:
-            text.append(f" {alert.subject}:", style="bold")
+            text.append(f" {alert.subject}:")
         text.append(f" {alert.message}")
         if alert.fix:
-            text.append(f"\n       fix: {alert.fix}", style="dim")
+            text.append(f"\n       fix: {alert.fix}")
     return text
 
 
-class AlertsPanel(VerticalScroll, can_focus=False):
-    """The alerts of the latest snapshot (scrolls when there are many); re-rendered only when they change."""
+class AlertsPanel(Widget, can_focus=True):
+    """One line per alert, most urgent first; up/down select one (the Monitor shows its text and fix).
+    Hidden when there are none; at most `max-height` lines, scrolled to keep the selection in view."""
 
-    DEFAULT_CSS = """
-    AlertsPanel { height: auto; max-height: 12; border: round $warning; padding: 0 1; display: none; }
-    AlertsPanel.-shown { display: block; }
-    AlertsPanel > Static { height: auto; }
-    """
+    COMPONENT_CLASSES = {
+        "alerts-panel--info",
+        "alerts-panel--warning",
+        "alerts-panel--critical",
+        "alerts-panel--key",
+        "alerts-panel--cursor",
+    }
+    BINDINGS = [
+        Binding("up", "select(-1)", "Previous alert", show=False),
+        Binding("down", "select(1)", "Next alert", show=False),
+    ]
+
+    class Selected(Message):
+        """Another alert was selected."""
+
+        def __init__(self, alert: Alert | None) -> None:
+            super().__init__()
+            self.alert = alert
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own parameter name
         super().__init__(id=id)
-        self.alerts: list[Alert] = []
-        self._shown_size = (-1, -1)  # alerts and characters shown
+        self.alerts: list[Alert] = []  # as given
+        self.ordered: list[Alert] = []  # as shown, most urgent first, short titles filled in
+        self.cursor = 0
+        self._shown_count = -1
 
-    def compose(self) -> ComposeResult:
-        yield Static(markup=False)
+    @property
+    def selected(self) -> Alert | None:
+        """The alert under the cursor (as shown, with its short title)."""
+        return self.ordered[self.cursor] if 0 <= self.cursor < len(self.ordered) else None
 
-    def show(self, alerts: list[Alert]) -> None:
-        """Display these alerts (hides the panel when the list is empty)."""
+    def show(self, alerts: list[Alert], processes: list[ProcessRow] | None = None) -> None:
+        """Display these alerts (hides the panel when the list is empty); the selection stays on the same
+        kind of alert about the same subject."""
         if alerts == self.alerts and self.has_class("-shown") == bool(alerts):
             return
+        previous = self.selected
         self.alerts = list(alerts)
+        ordered = sorted(alerts, key=lambda alert: alert.severity, reverse=True)
+        self.ordered = with_short_titles(ordered, processes or [])
+        same = [
+            i
+            for i, alert in enumerate(self.ordered)
+            if previous is not None and (alert.kind, alert.subject) == (previous.kind, previous.subject)
+        ]
+        self.cursor = same[0] if same else min(self.cursor, max(0, len(self.ordered) - 1))
         self.border_title = f"Alerts ({len(alerts)})"
+        height_changes = self.has_class("-shown") != bool(alerts) or len(alerts) != self._shown_count
+        self._shown_count = len(alerts)
         self.set_class(bool(alerts), "-shown")
-        text = render_alerts(alerts)
-        # A figure in a message that moves ("averaged 37 %" -> "38 %") leaves the text as long as it was, so
-        # it wraps to the same height: repaint without re-laying out the screen. Any other change re-lays out.
-        size = (len(alerts), len(text.plain))
-        same_size, self._shown_size = size == self._shown_size, size
-        self.query_one(Static).update(text, layout=not same_size)
+        self.refresh(layout=height_changes)
+        if self.selected != previous:
+            self.post_message(self.Selected(self.selected))
+
+    def action_select(self, step: int) -> None:
+        """Select the previous or next alert."""
+        cursor = max(0, min(len(self.ordered) - 1, self.cursor + step))
+        if cursor != self.cursor:
+            self.cursor = cursor
+            self.refresh()
+            self.post_message(self.Selected(self.selected))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.ordered)
+
+    def render(self) -> Text:
+        """The lines in view: the selected one and those around it that fit."""
+        width = self.content_region.width
+        height = max(1, self.content_region.height)
+        top = (
+            max(0, min(self.cursor - height + 1, len(self.ordered) - height)) if self.cursor >= height else 0
+        )
+        styles = {
+            Severity.INFO: self.get_component_rich_style("alerts-panel--info"),
+            Severity.WARNING: self.get_component_rich_style("alerts-panel--warning"),
+            Severity.CRITICAL: self.get_component_rich_style("alerts-panel--critical"),
+        }
+        key_style = self.get_component_rich_style("alerts-panel--key")
+        cursor_style = self.get_component_rich_style("alerts-panel--cursor")
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for position in range(top, min(len(self.ordered), top + height)):
+            alert = self.ordered[position]
+            key = action_key(alert)
+            line = Text(no_wrap=True, overflow="ellipsis", end="")
+            line.append(f" {_BADGE[alert.severity]} ", style=styles[alert.severity])
+            line.append(" ")
+            title = short_title(alert)
+            room = width - line.cell_len - (len(key) + 3 if key else 0)
+            line.append(title if len(title) <= room else title[: max(0, room - 1)] + "…")
+            if key:
+                line.append(" " * max(1, width - line.cell_len - len(key) - 2))
+                line.append(f"[{key}]", style=key_style)
+            if position == self.cursor and self.has_focus:
+                line.stylize(cursor_style)
+            if text:
+                text.append("\n")
+            text.append_text(line)
+        return text

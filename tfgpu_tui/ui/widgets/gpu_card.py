@@ -54,11 +54,6 @@ def unavailable_tooltip(sample: DeviceSample) -> str | None:
 class GpuCard(Static):
     """A bordered card of fixed size for one GPU; `show` repaints it only when its text changed."""
 
-    DEFAULT_CSS = """
-    GpuCard { width: 48; height: 6; border: round $primary; padding: 0 1; }
-    GpuCard.-lost { border: round $error; }
-    """
-
     def __init__(self, index: int) -> None:
         super().__init__(id=f"gpu-card-{index}")
         self.index = index

@@ -39,10 +39,6 @@ def _minute_ticks(window_seconds: float) -> tuple[list[float], list[str]]:
 class HistoryPlot(PlotextPlot):
     """Utilisation % and memory % of one GPU, both on a 0-100 axis, over `window_seconds`."""
 
-    DEFAULT_CSS = """
-    HistoryPlot { height: 6; width: 1fr; min-width: 30; }
-    """
-
     def __init__(self, index: int, window_seconds: float = 300.0) -> None:
         super().__init__(id=f"gpu-history-{index}")
         self.index = index

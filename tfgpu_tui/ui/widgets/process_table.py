@@ -1,21 +1,23 @@
-"""The GPU process table: rows built from a Snapshot by a plain function, and a DataTable that applies them
-in place, keeping the selection on the same process (PID + start time + GPU) across refreshes."""
+"""The GPU process table: rows built from a Snapshot by a plain function, and a Line API widget that draws
+only the rows in view from a cache of rendered lines, keeping the selection on the same process (PID + start
+time + GPU) across refreshes. PID, user, GPU and the figures stay put; left/right scroll only the command."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import compress
-from operator import is_not
 from typing import NamedTuple
 
-from rich.segment import Segment
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellKey, ColumnKey
-from textual.widgets.data_table import RowKey as DataTableRowKey
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
 from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
@@ -52,8 +54,19 @@ _HOST_STATE_MARK = {
 }
 
 Cells = tuple["str | Text", ...]
-SegmentLines = list[list["Segment"]]
-CELL_CACHE_LIMIT = 8192  # rendered cells kept; about 16 screens of a 10-column table
+# Columns whose figures line up on the right; the command (last) is the only column that scrolls sideways.
+_RIGHT_ALIGNED = frozenset(i for i, (key, _) in enumerate(COLUMNS) if key not in {"user", "gpu", "tf"})
+_COMMAND = len(COLUMNS) - 1
+COMMAND_STEP = 8  # cells the command moves per left/right press
+# The looks of marked cells, by role. These are plain defaults for use without an app (the benchmark); the
+# table replaces them with its theme's component styles (process-table--<role>) when it mounts.
+CELL_STYLES: dict[str, str | Style] = {
+    "marker": "bold yellow",
+    "notebook": "bold cyan",
+    "kernel": "cyan",
+    "dim": "dim",
+    "tf": "bold magenta",
+}
 
 
 RowKey = tuple[int, "float | None", "int | None"]
@@ -72,11 +85,6 @@ def row_key(process: ProcessRow) -> RowKey:
     return (process.pid, process.create_time, process.gpu_index)
 
 
-def describe_command(process: ProcessRow) -> Text:
-    """The command column: unresolved-host marker, Jupyter notebook or kernel, then the command line."""
-    return _command_text(process.host_state, process.jupyter, process.command)
-
-
 @lru_cache(maxsize=4096)
 def _command_text(host_state: HostState, kernel: JupyterKernel | None, command: str | None) -> Text:
     """Cached: a process's command rarely changes, and building Text for hundreds of rows each tick adds up.
@@ -84,15 +92,15 @@ def _command_text(host_state: HostState, kernel: JupyterKernel | None, command: 
     text = Text()
     mark = _HOST_STATE_MARK.get(host_state)
     if mark:
-        text.append(f"[{mark}] ", style="bold yellow")
+        text.append(f"[{mark}] ", style=CELL_STYLES["marker"])
     if kernel is not None:
         if kernel.notebook_path:
-            text.append(f"notebook {kernel.notebook_path}", style="bold cyan")
+            text.append(f"notebook {kernel.notebook_path}", style=CELL_STYLES["notebook"])
         else:
             why = f" ({kernel.why_unknown})" if kernel.why_unknown else ""
-            text.append(f"jupyter kernel {kernel.kernel_id}{why}", style="cyan")
+            text.append(f"jupyter kernel {kernel.kernel_id}{why}", style=CELL_STYLES["kernel"])
         if kernel.execution_state:
-            text.append(f" [{kernel.execution_state}]", style="dim")
+            text.append(f" [{kernel.execution_state}]", style=CELL_STYLES["dim"])
         return text
     text.append(command or ("" if mark else NA))
     return text
@@ -101,10 +109,12 @@ def _command_text(host_state: HostState, kernel: JupyterKernel | None, command: 
 @lru_cache(maxsize=1024)
 def _user_text(user: str, other: bool) -> Text:
     """The user cell; other users' processes are dimmed (as in nvitop)."""
-    return Text(user, style="dim" if other else "")
+    return Text(user, style=CELL_STYLES["dim"] if other else "")
 
 
-_TF_MARK: dict[bool | None, str | Text] = {True: Text("TF", style="bold magenta"), False: "", None: "?"}
+@lru_cache(maxsize=4)
+def _tf_mark(loaded: bool | None) -> str | Text:
+    return Text("TF", style=CELL_STYLES["tf"]) if loaded else ("" if loaded is False else "?")
 
 
 def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
@@ -118,14 +128,19 @@ def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
         number_text(process.cpu_percent),
         mib_text(process.host_memory_mib),
         duration_text(process.running_seconds),
-        _TF_MARK[process.tensorflow_loaded],
+        _tf_mark(process.tensorflow_loaded),
         _command_text(process.host_state, process.jupyter, process.command),
     )
 
 
+def is_descending(sort_by: str, reverse: bool) -> bool:
+    """Whether the rows sorted by `sort_by` (reversed or not) show the largest first."""
+    return _DESCENDING_BY_DEFAULT[sort_by] != reverse
+
+
 def sort_caption(sort_by: str, reverse: bool) -> str:
     """How the table is ordered, e.g. "GPU memory, largest first"."""
-    descending = _DESCENDING_BY_DEFAULT[sort_by] != reverse
+    descending = is_descending(sort_by, reverse)
     most, least = ("longest", "shortest") if sort_by == "time" else ("largest", "smallest")
     return f"{SORT_LABELS[sort_by]}, {most if descending else least} first"
 
@@ -142,122 +157,278 @@ def build_process_rows(snapshot: Snapshot, sort_by: str = "memory", reverse: boo
     return [TableRow(row_key(process), _cells(process, own_uid), process) for process in ordered]
 
 
-def _width(cell: str | Text) -> int:
-    return len(cell) if isinstance(cell, str) else cell.cell_len
+def _column_widths(rows: list[TableRow]) -> list[int]:
+    """Each fixed column's width: its label or its widest cell (the command takes what is left)."""
+    # A sortable column keeps a cell for the header's sort mark.
+    widths = [cell_len(label) + (key in SORT_KEYS) for key, label in COLUMNS[:_COMMAND]]
+    for row in rows:
+        for column, cell in enumerate(row.cells[:_COMMAND]):
+            width = cell_len(cell) if cell.__class__ is str else cell.cell_len  # type: ignore[union-attr]
+            if width > widths[column]:
+                widths[column] = width
+    return widths
 
 
-class ProcessTable(DataTable):
-    """A row-cursor DataTable that updates changed cells in place and keeps the selected process selected."""
+def _line_text(cells: Cells, widths: list[int], command_offset: int) -> Text:
+    """One table line as Text: the fixed columns padded to their widths, then the command from
+    `command_offset` on."""
+    text = Text(no_wrap=True, end="")
+    append = text.append
+    for column, width in enumerate(widths):
+        cell = cells[column]
+        pad = " " * (width - (cell_len(cell) if cell.__class__ is str else cell.cell_len))  # type: ignore[union-attr]
+        if column in _RIGHT_ALIGNED:
+            append(pad)
+            append(cell)
+        else:
+            append(cell)
+            append(pad)
+        append(" ")
+    command = cells[_COMMAND]
+    append(command[command_offset:] if command_offset else command)
+    return text
 
-    DEFAULT_CSS = """
-    ProcessTable { height: 1fr; min-height: 5; }
-    """
+
+class ProcessTable(ScrollView, can_focus=True):
+    """The process table: a header line and one line per process, drawn from a cache of rendered lines so that
+    a refresh repaints only the rows in view that changed, and an unchanged refresh costs nothing."""
+
+    COMPONENT_CLASSES = {
+        "process-table--header",
+        "process-table--cursor",
+        "process-table--cursor-blurred",
+        "process-table--odd-row",
+        *(f"process-table--{role}" for role in CELL_STYLES),
+    }
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,g", "first_row", "First row", show=False),
+        Binding("end,G", "last_row", "Last row", show=False),
+        Binding("left", "scroll_command(-1)", "Command left", show=False),
+        Binding("right", "scroll_command(1)", "Command right", show=False),
+    ]
+
+    class SortRequested(Message):
+        """A sortable column's header was clicked."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    class Highlighted(Message):
+        """The cursor moved to another row (by a key or a click)."""
+
+        def __init__(self, row: TableRow | None) -> None:
+            super().__init__()
+            self.row = row
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own parameter name
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id)
         self._rows: list[TableRow] = []
-        self._next_key = 0
-        self._row_keys: list[DataTableRowKey] = []  # by position; rows only come and go at the end
-        self._column_keys: list[ColumnKey] = []
-        # Rendered body cells by (position, looks) -> (value, lines); see `_render_cell`.
-        self._cells_drawn: dict[tuple[object, ...], tuple[str | Text, SegmentLines]] = {}
+        self._widths = _column_widths([])
+        self._cursor = 0
+        self.command_offset = 0  # how far the command column is scrolled to the left
+        self.sort_mark: tuple[str, bool] | None = None  # (column key, descending) marked in the header
+        self._lines: dict[int, tuple[tuple[object, ...], Strip]] = {}  # row index -> (looks, rendered line)
+        self._header: tuple[tuple[object, ...], Strip] | None = None
 
-    def on_mount(self) -> None:
-        self._column_keys = [self.add_column(label, key=key) for key, label in COLUMNS]
+    # --- public API ---------------------------------------------------------------------------------------
 
     @property
     def selected(self) -> TableRow | None:
         """The row under the cursor, if any."""
-        if 0 <= self.cursor_row < len(self._rows):
-            return self._rows[self.cursor_row]
-        return None
+        return self._rows[self._cursor] if 0 <= self._cursor < len(self._rows) else None
+
+    @property
+    def cursor_row(self) -> int:
+        """The cursor's row index."""
+        return self._cursor
 
     @property
     def rows_shown(self) -> list[TableRow]:
         """The rows as shown, top to bottom."""
         return list(self._rows)
 
+    @property
+    def visible_rows(self) -> range:
+        """The indices of the rows in view (the header line excluded)."""
+        top = round(self.scroll_offset.y)
+        return range(top, min(len(self._rows), top + max(0, self.size.height - 1)))
+
+    def line_text(self, index: int) -> str:
+        """Row `index` as drawn at the current widths and command scroll (plain text)."""
+        return _line_text(self._rows[index].cells, self._widths, self.command_offset).plain
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on row `row` (clamped) and scroll it into view."""
+        row = max(0, min(row, len(self._rows) - 1))
+        if row != self._cursor:
+            self.refresh_row(self._cursor)
+            self._cursor = row
+            self.refresh_row(row)
+            self.post_message(self.Highlighted(self.selected))
+        self._scroll_to_cursor()
+
+    def refresh_row(self, index: int) -> None:
+        """Repaint one row's line (nothing happens for a row out of view)."""
+        if index in self.visible_rows:
+            self.refresh_line(index + 1)
+
     def show_rows(self, rows: list[TableRow]) -> None:
-        """Apply new rows: change only the cells that differ, add or drop rows at the end, and put the
-        cursor back on the process it was on (or on the same position when that process has gone)."""
+        """Apply new rows: repaint only the rows in view whose cells changed, and put the cursor back on the
+        process it was on (or on the same position when that process has gone)."""
         selected = self.selected
-        changes = []
-        changed_rows = []
-        columns = range(len(COLUMNS))
-        for index, (row_key, row, previous) in enumerate(zip(self._row_keys, rows, self._rows, strict=False)):
-            new_cells, old_cells = row.cells, previous.cells
-            count = len(changes)
-            # Text cells come from caches, so an unchanged one is the same object; strings compare by value.
-            for column in compress(columns, map(is_not, new_cells, old_cells)):
-                new, old = new_cells[column], old_cells[column]
-                if new.__class__ is str and new == old:
-                    continue
-                changes.append((row_key, self._column_keys[column], new))
-            if len(changes) > count:
-                changed_rows.append(index)
-        self._write_cells(changes, changed_rows)
-        for row in rows[len(self._rows) :]:
-            self._row_keys.append(self.add_row(*row.cells, key=f"r{self._next_key}"))
-            self._next_key += 1
-        while len(self._row_keys) > len(rows):
-            self.remove_row(self._row_keys.pop())
+        old = self._rows
         self._rows = list(rows)
+        widths = _column_widths(self._rows)
+        if len(rows) != len(old):
+            self.virtual_size = Size(0, len(rows) + 1)
+        index = self._cursor
         if selected is not None:
-            index = next((i for i, row in enumerate(rows) if row.key == selected.key), None)
-            if index is not None and index != self.cursor_row:
-                self.move_cursor(row=index)
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> SegmentLines:
-        """DataTable keys its cell cache on a counter that every change bumps, so one changed cell (the
-        running time changes every second) re-renders every visible cell through Rich. This keeps each body
-        cell's rendering for as long as its value is the same object (cached Text) or an equal string."""
-        if not 0 <= row_index < len(self._rows) or column_index < 0:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        value = self._rows[row_index].cells[column_index]
-        key = (row_index, column_index, base_style, width, cursor, hover, self.show_cursor,
-               self._show_hover_cursor, self._pseudo_class_state)  # fmt: skip
-        drawn = self._cells_drawn.get(key)
-        if drawn is not None and (drawn[0] is value or (value.__class__ is str and drawn[0] == value)):
-            return drawn[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        if len(self._cells_drawn) >= CELL_CACHE_LIMIT:
-            self._cells_drawn.clear()
-        self._cells_drawn[key] = (value, lines)
-        return lines
-
-    def _write_cells(
-        self, changes: list[tuple[DataTableRowKey, ColumnKey, str | Text]], changed_rows: list[int]
-    ) -> None:
-        """Write changed cells and repaint only the rows they are in. DataTable.update_cell repaints per cell
-        (~80 us each, which is 40 ms for 512 rows), so this writes DataTable's cell store directly - the same
-        three steps update_cell takes (store, bump the update count, queue width measurement). Only a cell
-        wider than its column is queued for measuring: DataTable re-measures the whole column for a queued
-        cell narrower than the column, which for 512 rows cost ~30 ms a second. Rows scrolled out of view
-        cost nothing to repaint; a column that must widen repaints the whole table."""
-        if not changes:
-            return
-        data = self._data
-        columns = self.columns
-        for row_key, column_key, value in changes:
-            data[row_key][column_key] = value
-            if _width(value) > columns[column_key].content_width:
-                self._updated_cells.add(CellKey(row_key, column_key))
-                self._require_update_dimensions = True
-        self._update_count += 1
-        if self._require_update_dimensions:
+            index = next((i for i, row in enumerate(rows) if row.key == selected.key), index)
+        self._cursor = max(0, min(index, len(rows) - 1))
+        if widths != self._widths or len(rows) != len(old):
+            self._widths = widths
             self.refresh()
+        else:
+            for position in self.visible_rows:
+                if rows[position].cells != old[position].cells:
+                    self.refresh_row(position)
+            if selected is not None and self._cursor != old.index(selected):
+                self.refresh()
+        self._scroll_to_cursor()
+
+    def set_sort_mark(self, key: str, descending: bool) -> None:
+        """Mark the column the rows are sorted by in the header."""
+        if self.sort_mark != (key, descending):
+            self.sort_mark = (key, descending)
+            self.refresh_line(0) if self.scroll_offset.y == 0 else self.refresh()
+
+    # --- actions ------------------------------------------------------------------------------------------
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self._cursor + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self._cursor - max(1, self.size.height - 2))
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self._cursor + max(1, self.size.height - 2))
+
+    def action_first_row(self) -> None:
+        """Select the first row."""
+        self.move_cursor(0)
+
+    def action_last_row(self) -> None:
+        """Select the last row."""
+        self.move_cursor(len(self._rows) - 1)
+
+    def action_scroll_command(self, direction: int) -> None:
+        """Scroll the command column sideways (the other columns stay put)."""
+        longest = max((cell_len(str(row.cells[_COMMAND])) for row in self._rows), default=0)
+        room = max(1, self.size.width - sum(self._widths) - len(self._widths))
+        offset = max(0, min(self.command_offset + direction * COMMAND_STEP, max(0, longest - room)))
+        if offset != self.command_offset:
+            self.command_offset = offset
+            self.refresh()
+
+    # --- events -------------------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self._read_theme()
+        self.watch(self.app, "theme", lambda _theme: self.call_after_refresh(self._read_theme), init=False)
+
+    def _read_theme(self) -> None:
+        """Take the marked cells' looks from the theme (component classes), and redraw."""
+        for role in list(CELL_STYLES):
+            CELL_STYLES[role] = self.get_component_rich_style(f"process-table--{role}", partial=True)
+        _command_text.cache_clear()
+        _user_text.cache_clear()
+        _tf_mark.cache_clear()
+        self._lines.clear()
+        self._header = None
+        self.refresh()
+
+    def on_focus(self) -> None:
+        self.refresh_row(self._cursor)
+
+    def on_blur(self) -> None:
+        self.refresh_row(self._cursor)
+
+    def on_resize(self) -> None:
+        self._lines.clear()
+        self._header = None
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a row selects it; on a sortable header, asks to sort by that column."""
+        offset = event.get_content_offset(self)
+        if offset is None:
             return
-        header = self.header_height if self.show_header else 0
-        top = self.scroll_offset.y - header - 1  # the first row index in view, less a row of margin
-        bottom = top + self.size.height + 2  # rows are one line high
-        for index in changed_rows:
-            if top <= index <= bottom:
-                self.refresh_row(index)
+        if offset.y == 0:
+            x = offset.x
+            for (key, _label), width in zip(COLUMNS, self._widths, strict=False):
+                if x < width + 1:
+                    if key in SORT_KEYS:
+                        self.post_message(self.SortRequested(key))
+                    return
+                x -= width + 1
+            return
+        self.move_cursor(round(self.scroll_offset.y) + offset.y - 1)
+
+    # --- drawing ------------------------------------------------------------------------------------------
+
+    def _scroll_to_cursor(self) -> None:
+        top = round(self.scroll_offset.y)
+        body = max(1, self.size.height - 1)
+        if self._cursor < top:
+            self.scroll_to(y=self._cursor, animate=False)
+        elif self._cursor >= top + body:
+            self.scroll_to(y=self._cursor - body + 1, animate=False)
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` of the widget: the header on top, then the rows from the scroll position on."""
+        width = self.size.width
+        if y == 0:
+            return self._header_line(width)
+        index = round(self.scroll_offset.y) + y - 1
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(width, self.rich_style)
+        cells = self._rows[index].cells
+        cursor = index == self._cursor
+        focused = cursor and self.has_focus
+        looks = (cells, width, self.command_offset, cursor, focused, index % 2, self._widths)
+        cached = self._lines.get(index)
+        if cached is not None and cached[0] == looks:
+            return cached[1]
+        if cursor:
+            name = "process-table--cursor" if self.has_focus else "process-table--cursor-blurred"
+        else:
+            name = "process-table--odd-row" if index % 2 else ""
+        base = self.rich_style + self.get_component_rich_style(name) if name else self.rich_style
+        line = self._strip(_line_text(cells, self._widths, self.command_offset), width, base)
+        self._lines[index] = (looks, line)
+        return line
+
+    def _header_line(self, width: int) -> Strip:
+        looks = (width, self.sort_mark, self._widths)
+        if self._header is not None and self._header[0] == looks:
+            return self._header[1]
+        labels: list[str | Text] = []
+        for key, label in COLUMNS:
+            if self.sort_mark is not None and self.sort_mark[0] == key:
+                label = f"{label}{'▼' if self.sort_mark[1] else '▲'}"
+            labels.append(label)
+        base = self.rich_style + self.get_component_rich_style("process-table--header")
+        line = self._strip(_line_text(tuple(labels), self._widths, 0), width, base)
+        self._header = (looks, line)
+        return line
+
+    def _strip(self, text: Text, width: int, base: Style) -> Strip:
+        segments = list(text.render(self.app.console))
+        return Strip(segments).crop_extend(0, width, None).apply_style(base)
