@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tfgpu_tui.training.follow import FileState, LogFollower, SegmentSplitter, line_start_at_or_after
 
 
@@ -113,7 +115,7 @@ def test_ten_megabyte_line_arrives_whole(tmp_path):
 def test_invalid_utf8_binary_junk_and_split_multibyte_characters(tmp_path):
     path = tmp_path / "train.log"
     bar = "━".encode()
-    path.write_bytes(b"\xff\xfe\x00junk\x00\x80\n" + bar[:1])
+    path.write_bytes(b"\xff\xfd\x00junk\x00\x80\n" + bar[:1])  # (\xff\xfe would be a UTF-16 BOM)
     follower = LogFollower(path)
     update = follower.poll()
     assert update.segments[0].text == "\ufffd\ufffdjunk\ufffd"
@@ -136,3 +138,31 @@ def test_line_start_at_or_after(tmp_path):
     assert line_start_at_or_after(path, 1) == 4
     assert line_start_at_or_after(path, 4) == 4
     assert line_start_at_or_after(path, 9) == 11
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_with_bom_is_decoded_and_offsets_stay_on_code_units(tmp_path, encoding):
+    path = tmp_path / "train.log"
+    bom = b"\xff\xfe" if encoding == "utf-16-le" else b"\xfe\xff"
+    first = "Epoch 1/2\r\n 1/5 [==>...] - ETA: 1s\r 5/5 [=====] - 1s 2ms/step - loss: 0.5\r\nਊ\n".encode(encoding)
+    path.write_bytes(bom + first[:-3])  # the last character cut in half: it must wait for its other byte
+    follower = LogFollower(path)
+    update = follower.poll()
+    assert texts(update) == [
+        ("Epoch 1/2", True),
+        (" 1/5 [==>...] - ETA: 1s", False),
+        (" 5/5 [=====] - 1s 2ms/step - loss: 0.5", True),
+    ]
+    assert update.partial == "" and follower.offset == len(bom) + len(first) - 3
+    append(path, first[-3:] + "Epoch 2/2\n".encode(encoding))
+    assert texts(follower.poll()) == [("ਊ", True), ("Epoch 2/2", True)]
+    assert follower.offset % 2 == 0
+
+
+def test_utf16_started_in_the_middle_keeps_even_offsets_and_utf8_bom_is_dropped(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_bytes(b"\xff\xfe" + "ab\ncd\n".encode("utf-16-le"))
+    follower = LogFollower(path, start_offset=3)  # odd: moved to the next code unit (the "b")
+    assert texts(follower.poll()) == [("b", True), ("cd", True)]
+    path.write_bytes(b"\xef\xbb\xbfEpoch 1/3\n")
+    assert texts(LogFollower(path).poll()) == [("Epoch 1/3", True)]

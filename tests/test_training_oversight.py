@@ -82,8 +82,7 @@ def test_stall_names_the_writer_alive_but_silent_or_exited(tmp_path: Path) -> No
 
 
 def test_epoch_end_times_estimated_back_from_mtime_and_stamped_live(tmp_path: Path) -> None:
-    records = [EpochRecord(i, 5, {}, seconds=10.0) for i in range(1, 4)]
-    records[1].seconds = None
+    records = [EpochRecord(i, 5, {}, seconds=None if i == 2 else 10.0) for i in range(1, 4)]
     estimate_end_times(records, 1000.0)
     assert [r.ended_at for r in records] == [None, 990.0, 1000.0]
     log = tmp_path / "train.log"

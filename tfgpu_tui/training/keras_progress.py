@@ -12,6 +12,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from tfgpu_tui.text_clean import clean_text
+
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 EPOCH_HEADER = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 PROGRESS_HEAD = re.compile(r"^\s*(\d+)/(\d+|Unknown)(?=\s|$)")
@@ -30,17 +32,21 @@ FAST_REST = re.compile(
     rf"^ ?(?:- )?({DURATION}) (\d+(?:\.\d+)?(?:s|ms|us|µs)/step)((?: - [A-Za-z_][\w./-]*: {NUMBER})*)$",
     re.IGNORECASE,
 )
+# An epoch's values without a step counter: Keras 1 / standalone Keras 2.0 verbose=2 (``40s - loss: 0.30``,
+# `` - 131s - loss: 2.39``), or values printed on their own line after a bar (``- loss: 0.3 - acc: 0.9``).
+VALUES_LINE = re.compile(
+    rf"^\s*(?:-\s+)?(?:(\d+(?:\.\d+)?s)(?:\s+(\d+(?:\.\d+)?(?:s|ms|us|µs)/(?:step|sample)))?\s+-\s+)?"
+    rf"([A-Za-z_][\w./-]*: {NUMBER}(?:\s+-\s+[A-Za-z_][\w./-]*: {NUMBER})*)\s*$",
+    re.IGNORECASE,
+)
 UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 JSON_EVENTS = frozenset({"train_begin", "epoch_begin", "batch_end", "epoch_end", "train_end"})
 
 
 def clean_segment(text: str) -> str:
-    """A segment as a terminal would show it: ANSI escapes and backspaces removed, trailing blanks dropped."""
-    if "\x1b" in text:
-        text = ANSI_ESCAPE.sub("", text)
-    if "\b" in text:
-        text = text.replace("\b", "")
-    return text.rstrip()
+    """A segment as a terminal would show it: every escape sequence (colours, titles, screen clearing) and
+    control character removed (text_clean.py), trailing blanks dropped. The one door for log lines."""
+    return clean_text(text).rstrip()
 
 
 def parse_duration(text: str) -> float | None:
@@ -99,6 +105,19 @@ class Progress:
     per: str = "step"
     final: bool = False
     trailing: str = ""
+
+
+@dataclass(frozen=True)
+class ValuesLine:
+    """Metrics on a line of their own, with the epoch's duration when printed (``40s - loss: 0.3045``)."""
+
+    metrics: dict[str, float]
+    elapsed_seconds: float | None = None
+    step_seconds: float | None = None
+
+    @property
+    def has_validation(self) -> bool:
+        return any(name.startswith("val_") for name in self.metrics)
 
 
 @dataclass(frozen=True)
@@ -222,6 +241,20 @@ def _finish(
     if final and eta is not None and not labelled_eta:
         eta = None
     return Progress(step, total, metrics, eta, elapsed, timing.step_seconds, timing.per, final, trailing)
+
+
+def parse_values_line(segment: str) -> ValuesLine | None:
+    """``40s - loss: 0.3045 - acc: 0.9006``, `` - 131s - loss: 2.3976``, ``- loss: 0.3 - acc: 0.9``,
+    ``loss: 1.55`` -> ValuesLine; None for anything else (a cleaned segment)."""
+    if ": " not in segment:
+        return None
+    match = VALUES_LINE.match(segment)
+    if match is None:
+        return None
+    metrics = {name: parse_number(value) for name, value in METRIC_ANYWHERE.findall(match.group(3))}
+    elapsed = parse_duration(match.group(1)) if match.group(1) else None
+    per = parse_time_per(match.group(2)) if match.group(2) else None
+    return ValuesLine(metrics, elapsed, per[0] if per else None)
 
 
 def parse_json_record(segment: str) -> JsonRecord | None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.diagnoses import Diagnosis
 
 KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
 TRACEBACK_START = "Traceback (most recent call last):"
+#: Python prints this before a traceback it swallowed (an error in ``__del__`` at interpreter exit, e.g. TF 1.x's
+#: ``BaseSession.__del__`` ... ``TypeError: 'NoneType' object is not callable``): noise, not the run's error.
+IGNORED_EXCEPTION = "Exception ignored in"
 TRACEBACK_CHAINS = (
     "During handling of the above exception",
     "The above exception was the direct cause",
@@ -30,13 +34,27 @@ STALL_FIX = (
 DELETED_FIX = "The file was removed; training output now goes nowhere visible. Start following the new log."
 
 
-@dataclass
+class ProblemId(str, Enum):
+    """The problems found by the training code itself (known TensorFlow messages use their signature id)."""
+
+    EXCEPTION = "EXCEPTION"
+    NAN_LOSS = "NAN_LOSS"
+    KILLED = "KILLED"
+    FINISHED = "FINISHED"
+    STALL = "STALL"
+    FILE_DELETED = "FILE_DELETED"
+    NO_CHECKPOINT = "NO_CHECKPOINT"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
 class Problem:
-    """One thing the user should know about a training log.
+    """One thing the user should know about a training log (immutable: safe to hand to another thread).
 
     Attributes:
-        id: a known-signature id (``OOM_TENSOR``) or one of ``EXCEPTION``, ``NAN_LOSS``, ``KILLED``,
-            ``FINISHED``, ``STALL``, ``FILE_DELETED``, ``FILE_TRUNCATED``.
+        id: a `ProblemId`, or a known-signature id from `env/diagnoses.py` (``OOM_TENSOR``).
         severity: how urgent.
         message: what happened.
         fix: what to do ("" when nothing).
@@ -45,7 +63,7 @@ class Problem:
         count: how many times it was seen.
     """
 
-    id: str
+    id: ProblemId | str
     severity: Severity
     message: str
     fix: str = ""
@@ -56,7 +74,7 @@ class Problem:
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: id, severity, line_number, message, fix, line, count."""
         return {
-            "id": self.id,
+            "id": str(self.id),
             "severity": self.severity.name.lower(),
             "line_number": self.line_number,
             "message": self.message,
@@ -67,7 +85,7 @@ class Problem:
 
     def to_alert(self, subject: str) -> Alert:
         """The problem as a header alert."""
-        return Alert(f"training_{self.id.lower()}", self.severity, self.message, self.fix, subject)
+        return Alert(f"training_{str(self.id).lower()}", self.severity, self.message, self.fix, subject)
 
 
 def from_diagnosis(diagnosis: Diagnosis) -> Problem:
@@ -88,19 +106,30 @@ def is_killed_line(text: str) -> bool:
 
 
 class TracebackTracker:
-    """Finds the exception line that ends a Python traceback."""
+    """Finds the exception line that ends a Python traceback; tracebacks Python swallowed
+    (``Exception ignored in: ...``) are skipped."""
 
     def __init__(self) -> None:
         self.inside = False
+        self.ignoring = False  # the traceback being read follows "Exception ignored in"
 
     def feed(self, text: str) -> str | None:
-        """Feed one line; returns the exception line when a traceback ends with it."""
+        """Feed one line; returns the exception line when a (not ignored) traceback ends with it."""
+        if text.startswith(IGNORED_EXCEPTION):
+            self.ignoring, self.inside = True, False
+            return None
         if text.startswith(TRACEBACK_START):
             self.inside = True
+            return None
+        if self.ignoring and not self.inside:
+            self.ignoring = False  # a one-line report ("Exception ignored in: ..." + "BrokenPipeError: ...")
             return None
         if not self.inside:
             return None
         if not text.strip() or text[:1].isspace() or text.startswith(TRACEBACK_CHAINS):
             return None
         self.inside = False
+        if self.ignoring:
+            self.ignoring = False
+            return None
         return text.strip()

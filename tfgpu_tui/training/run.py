@@ -1,144 +1,94 @@
-"""A training run as the log tells it: epochs, the current step, ETA, throughput, problems.
+"""A training log as it is read: fit() runs, epochs, evaluations, the current step, ETA, problems.
 
 Fed with segments (from `follow.py` or a history scan), it keeps everything the Training tab and
-``tfgpu-tui log`` show. Pure: no I/O, no clocks (callers pass idle time in).
+``tfgpu-tui log`` show; `snapshot()` hands an immutable copy to another thread. Pure: no I/O, no clocks
+(callers pass idle time in). The reading side (problems, stall, runs, JSON) lives in `readout.py`.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import deque
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from types import MappingProxyType
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.durations import span_text
 from tfgpu_tui.env.diagnoses import diagnose_line
 from tfgpu_tui.training import problems as known
-from tfgpu_tui.training.follow import Segment
+from tfgpu_tui.training.callback_messages import MessageKind, parse_callback_message
+from tfgpu_tui.training.follow import FileEvent, Segment
 from tfgpu_tui.training.keras_progress import (
     EpochStart,
     JsonRecord,
     Progress,
+    ValuesLine,
     clean_segment,
     is_bad_number,
     parse_epoch_header,
     parse_json_record,
     parse_progress,
+    parse_values_line,
 )
-from tfgpu_tui.training.problems import Problem
+from tfgpu_tui.training.problems import Problem, ProblemId
+from tfgpu_tui.training.readout import RunReadout, TrainingSnapshot
+from tfgpu_tui.training.records import (
+    AnnouncedCheckpoint,
+    CurrentState,
+    EpochRecord,
+    Evaluation,
+    FinishReason,
+    LiveState,
+    RunInfo,
+    RunSummary,
+    format_seconds,
+    json_metrics,
+)
 
-if TYPE_CHECKING:
-    from tfgpu_tui.training.log_sources import LogWriter
+__all__ = [
+    "CurrentState",
+    "EpochRecord",
+    "Evaluation",
+    "FinishReason",
+    "RunSummary",
+    "TrainingRun",
+    "TrainingSnapshot",
+    "format_seconds",
+    "json_metrics",
+]
 
 MAX_CURVE_POINTS = 2000
 MAX_VIEW_LINES = 1000
 MAX_VIEW_LINE_CHARS = 4000
-STALL_MIN_SECONDS = 60.0
-STALL_STEP_FACTOR = 50.0
-STALL_EPOCH_FACTOR = 3.0
+MAX_CHECKPOINTS = 100
+AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line that carries them
 
 
-@dataclass
-class EpochRecord:
-    """One finished epoch.
-
-    Attributes:
-        epoch: its number as printed (1-based); total_epochs: N of ``Epoch k/N`` (None if not printed).
-        metrics: every metric printed at its end (``loss``, ``val_loss``, ...).
-        seconds: its duration where printed; step_seconds: time per step where printed.
-        steps: steps in the epoch; fit_run: which ``fit()`` call in the file (1-based).
-        line_number: the line it ended on; source: ``progress`` or ``json`` (exact, from JsonLinesLogger).
-        ended_at: wall-clock time it ended, set by the follower (`watch.py`): when its last line arrived
-            while following, estimated back from the file's modification time for history; None if unknown.
-    """
-
-    epoch: int
-    total_epochs: int | None
-    metrics: dict[str, float]
-    seconds: float | None = None
-    step_seconds: float | None = None
-    steps: int | None = None
-    fit_run: int = 1
-    line_number: int | None = None
-    source: str = "progress"
-    ended_at: float | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready; nan/inf become the strings "nan", "inf", "-inf"."""
-        return {
-            "epoch": self.epoch,
-            "total_epochs": self.total_epochs,
-            "metrics": json_metrics(self.metrics),
-            "seconds": self.seconds,
-            "step_seconds": self.step_seconds,
-            "steps": self.steps,
-            "fit_run": self.fit_run,
-            "line_number": self.line_number,
-            "source": self.source,
-            "ended_at": self.ended_at,
-        }
-
-
-@dataclass
-class CurrentState:
-    """Where training is now (the latest update, finished or not)."""
-
-    epoch: int | None = None
-    total_epochs: int | None = None
-    step: int | None = None
-    total_steps: int | None = None
-    eta_seconds: float | None = None
-    step_seconds: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    batch_size: int | None = None
-    finished: bool = False
-
-    @property
-    def steps_per_second(self) -> float | None:
-        return 1.0 / self.step_seconds if self.step_seconds else None
-
-    @property
-    def samples_per_second(self) -> float | None:
-        """Known only when the batch size is (JsonLinesLogger(batch_size=...))."""
-        rate = self.steps_per_second
-        return rate * self.batch_size if rate and self.batch_size else None
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "epoch": self.epoch,
-            "total_epochs": self.total_epochs,
-            "step": self.step,
-            "total_steps": self.total_steps,
-            "eta_seconds": self.eta_seconds,
-            "step_seconds": self.step_seconds,
-            "samples_per_second": self.samples_per_second,
-            "metrics": json_metrics(self.metrics),
-            "finished": self.finished,
-        }
-
-
-def json_metrics(metrics: dict[str, float]) -> dict[str, float | str]:
-    """Metrics with nan/inf as strings (JSON has no such numbers)."""
-    return {k: (str(v) if is_bad_number(v) else v) for k, v in metrics.items()}
-
-
-class TrainingRun:
-    """Everything parsed from one log so far."""
+class TrainingRun(RunReadout):
+    """Everything parsed from one log so far (owned by one thread; others read `snapshot()`)."""
 
     def __init__(self, context: EpochStart | None = None) -> None:
         self.epochs: list[EpochRecord] = []
-        self.current = CurrentState()
+        self.current = LiveState()
         self.problems: dict[str, Problem] = {}
         self.curve: list[tuple[int, float]] = []  # (step, loss) within the current epoch
         self.lines: deque[str] = deque(maxlen=MAX_VIEW_LINES)
         self.live = ""  # the unfinished last line, cleaned
         self.fit_run = 0
+        self.run_infos: list[RunInfo] = []
+        self.checkpoints: list[AnnouncedCheckpoint] = []
         self.context_given = context is not None
         self.scanned_lines = 0  # set by a history scan
         self._tracebacks = known.TracebackTracker()
         self._curve_stride = 1
+        self._epoch_open = False  # an `Epoch k/N` header came and its epoch has not ended yet
+        self._epoch_total_steps: int | None = None  # the open epoch's step total, once an update showed it
+        self._pending_lr: float | None = None  # a learning rate set while the epoch was open
+        self._awaiting: str | None = None  # "epoch" / "evaluation": a bar ended without values
+        self._awaiting_left = 0
+        self._awaiting_bar: Progress | None = None
+        self._json_closed = False  # a JsonLinesLogger epoch_end came; its progress line may follow
+        self._reclose_ok = False  # the last line closed an epoch: a repeated final update still belongs to it
+        self._last_rate: float | None = None
         if context is not None:
             self._start_epoch(context, new_run=True)
 
@@ -178,186 +128,230 @@ class TrainingRun:
         if progress is not None and not progress.final:
             self._on_progress(progress, None, committed=False)
 
-    def feed_file_event(self, event: str) -> None:
-        """React to a follower event (``truncated``, ``rotated``, ``deleted``, ``opened``)."""
-        if event == "deleted":
+    def feed_file_event(self, event: FileEvent | str) -> None:
+        """React to a follower event (truncated, rotated, deleted, opened)."""
+        if event == FileEvent.DELETED:
             self._raise(
-                Problem("FILE_DELETED", Severity.WARNING, "The log file was deleted.", known.DELETED_FIX)
+                Problem(
+                    ProblemId.FILE_DELETED, Severity.WARNING, "The log file was deleted.", known.DELETED_FIX
+                )
             )
-        elif event in ("truncated", "rotated"):
-            self.problems.pop("FILE_DELETED", None)
+        elif event in (FileEvent.TRUNCATED, FileEvent.ROTATED):
+            self.problems.pop(ProblemId.FILE_DELETED, None)
             self.lines.append(f"--- log {event}: reading the new content from its start ---")
             self.live = ""
 
-    # ----- derived -----
-    def stall_threshold(self) -> float:
-        """Idle seconds after which a running training counts as stalled."""
-        threshold = STALL_MIN_SECONDS
-        if self.current.step_seconds:
-            threshold = max(threshold, STALL_STEP_FACTOR * self.current.step_seconds)
-        durations = [e.seconds for e in self.epochs[-3:] if e.seconds]
-        if durations and self._is_epoch_granular():
-            threshold = max(threshold, STALL_EPOCH_FACTOR * max(durations))
-        return threshold
-
-    def stall_problem(self, idle_seconds: float, writer: LogWriter | None = None) -> Problem | None:
-        """A STALL problem when the log has not grown for much longer than a step takes, or at once when the
-        process writing it (`writer`, when known) has exited before training finished; None otherwise."""
-        if self.current.finished or self.current.epoch is None and self.current.step is None:
-            return None
-        if any(p in self.problems for p in ("KILLED", "EXCEPTION", "FILE_DELETED")):
-            return None
-        silent = format_seconds(idle_seconds)
-        if writer is not None and not writer.alive:
-            message = (
-                f"The writer (PID {writer.pid}) {writer.state} before training finished; "
-                f"no new output for {silent}."
-            )
-            return Problem("STALL", Severity.WARNING, message, known.STALL_FIX)
-        if idle_seconds < self.stall_threshold():
-            return None
-        step = format_seconds(self.current.step_seconds) if self.current.step_seconds else "unknown"
-        if writer is not None:
-            message = (
-                f"The writer (PID {writer.pid}) is alive but silent for {silent} (a step takes {step}): "
-                "it may be hung or buffering its output."
-            )
-        else:
-            message = f"No new output for {silent} (a step takes {step}): the process may have died or hung."
-        return Problem("STALL", Severity.WARNING, message, known.STALL_FIX)
-
-    def problem_list(
-        self, idle_seconds: float | None = None, writer: LogWriter | None = None
-    ) -> list[Problem]:
-        """Problems, most severe first, then by line; with the stall check when idle time is given."""
-        found = list(self.problems.values())
-        stall = self.stall_problem(idle_seconds, writer) if idle_seconds is not None else None
-        if stall:
-            found.append(stall)
-        return sorted(found, key=lambda p: (-p.severity, p.line_number or 0))
-
-    def stopped_by(self) -> Problem | None:
-        """The problem that ended training early (an exception or the OOM killer), if any."""
-        for key in ("EXCEPTION", "KILLED"):
-            if key in self.problems and not self.current.finished:
-                return self.problems[key]
-        return None
-
-    def latest_fit_epochs(self) -> list[EpochRecord]:
-        """Epochs of the last fit() call in the file."""
-        last = self.epochs[-1].fit_run if self.epochs else 0
-        return [e for e in self.epochs if e.fit_run == last]
-
-    def training_eta_seconds(self) -> float | None:
-        """Time left for the whole fit(): this epoch's ETA plus the remaining epochs at the mean duration."""
-        cur = self.current
-        if cur.finished or cur.epoch is None or not cur.total_epochs:
-            return None
-        if self.stopped_by() is not None:
-            return None
-        durations = [e.seconds for e in self.latest_fit_epochs() if e.seconds]
-        if not durations:
-            return cur.eta_seconds
-        return (cur.eta_seconds or 0.0) + (cur.total_epochs - cur.epoch) * sum(durations) / len(durations)
-
-    def view_lines(self) -> list[str]:
-        """The clean view: the last lines as a terminal would show them, the live line last."""
-        return [*self.lines, self.live] if self.live else list(self.lines)
-
-    def snapshot(self) -> TrainingRun:
-        """An independent copy for another thread to read."""
-        clone = copy.copy(self)
-        clone.epochs = list(self.epochs)
-        clone.current = copy.deepcopy(self.current)
-        clone.problems = {k: copy.copy(v) for k, v in self.problems.items()}
-        clone.curve = list(self.curve)
-        clone.lines = deque(self.lines, maxlen=MAX_VIEW_LINES)
-        return clone
+    # ----- handing over -----
+    def snapshot(self) -> TrainingSnapshot:
+        """An immutable copy for another thread to read (the records themselves are frozen and shared)."""
+        return TrainingSnapshot(
+            tuple(self.epochs),
+            self.current.freeze(),
+            MappingProxyType(dict(self.problems)),
+            tuple(self.curve),
+            tuple(self.lines),
+            self.live,
+            self.fit_run,
+            tuple(self.run_infos),
+            tuple(self.checkpoints),
+        )
 
     def absorb_history(self, history: TrainingRun, line_offset: int) -> None:
-        """Put the epochs and problems of the file's earlier part (parsed separately) before ours.
+        """Put the runs, epochs and problems of the file's earlier part (parsed separately) before ours.
 
         Args:
             history: the run parsed from the start of the file up to where this one began.
             line_offset: lines in that earlier part (our line numbers were counted from its end).
         """
         run_offset = max(history.fit_run - (1 if self.context_given else 0), 0)
-        for record in self.epochs:
-            record.fit_run += run_offset
-            record.line_number = _shift(record.line_number, line_offset)
-        for problem in self.problems.values():
-            problem.line_number = _shift(problem.line_number, line_offset)
+        self.epochs[:] = [
+            *history.epochs,
+            *(
+                replace(r, fit_run=r.fit_run + run_offset, line_number=_shift(r.line_number, line_offset))
+                for r in self.epochs
+            ),
+        ]
+        self.checkpoints[:] = [
+            *history.checkpoints,
+            *(
+                replace(c, fit_run=c.fit_run + run_offset, line_number=_shift(c.line_number, line_offset))
+                for c in self.checkpoints
+            ),
+        ][-MAX_CHECKPOINTS:]
+        self._absorb_infos(history, run_offset, line_offset)
         self.fit_run += run_offset
-        self.epochs[:0] = history.epochs
-        merged = dict(history.problems)
-        if self.fit_run > history.fit_run:
-            merged.pop("FINISHED", None)
-        for key, problem in self.problems.items():
-            if key in merged and key not in ("EXCEPTION", "FINISHED"):
-                problem.count += merged[key].count
-                problem.line_number = merged[key].line_number
-                problem.line = merged[key].line
-            merged[key] = problem
-        self.problems = merged
+        self._absorb_problems(history, line_offset)
         if self.current.batch_size is None:
             self.current.batch_size = history.current.batch_size
 
-    def as_dict(self, idle_seconds: float | None = None) -> dict[str, object]:
-        """The JSON of ``tfgpu-tui log --json``: epochs, current, problems."""
-        return {
-            "epochs": [e.as_dict() for e in self.epochs],
-            "current": self.current.as_dict(),
-            "training_eta_seconds": self.training_eta_seconds(),
-            "problems": [p.as_dict() for p in self.problem_list(idle_seconds)],
-        }
+    def _absorb_infos(self, history: TrainingRun, run_offset: int, line_offset: int) -> None:
+        older = {info.index: info for info in history.run_infos}
+        for info in self.run_infos:
+            index = info.index + run_offset
+            evaluation = info.evaluation
+            if evaluation is not None:
+                evaluation = replace(evaluation, line_number=_shift(evaluation.line_number, line_offset))
+            earlier = older.get(index)
+            if earlier is not None:  # the run the tail started in the middle of
+                info = replace(
+                    earlier,
+                    finish_reason=info.finish_reason or earlier.finish_reason,
+                    evaluation=evaluation or earlier.evaluation,
+                )
+            else:
+                info = replace(info, index=index, evaluation=evaluation)
+            older[index] = info
+        self.run_infos[:] = [older[index] for index in sorted(older)]
+
+    def _absorb_problems(self, history: TrainingRun, line_offset: int) -> None:
+        merged = dict(history.problems)
+        if self.fit_run > history.fit_run:
+            merged.pop(ProblemId.FINISHED, None)
+        for key, problem in self.problems.items():
+            problem = replace(problem, line_number=_shift(problem.line_number, line_offset))
+            if key in merged and key not in (ProblemId.EXCEPTION, ProblemId.FINISHED):
+                earlier = merged[key]
+                problem = replace(
+                    problem,
+                    count=problem.count + earlier.count,
+                    line_number=earlier.line_number,
+                    line=earlier.line,
+                )
+            merged[key] = problem
+        self.problems = merged
+
+    # ----- runs -----
+    def _new_run(self, headerless: bool = False) -> None:
+        """A fit() call starts: earlier problems that ended a run stay, as warnings about that run."""
+        self.fit_run += 1
+        self.run_infos.append(RunInfo(self.fit_run, headerless=headerless))
+        self.problems.pop(ProblemId.FINISHED, None)
+        for key in (ProblemId.EXCEPTION, ProblemId.KILLED):
+            problem = self.problems.get(key)
+            if problem is not None and problem.severity is Severity.CRITICAL:
+                self.problems[key] = replace(
+                    problem,
+                    severity=Severity.WARNING,
+                    message=f"{problem.message} (in fit() run {self.fit_run - 1}; run {self.fit_run} started after it)",
+                )
+        self.current.finished = False
+        self._pending_lr = None
+        self._last_rate = None
+        self._awaiting = None
+
+    def _set_info(self, **changes: object) -> None:
+        if not self.run_infos:
+            self._new_run()
+        self.run_infos[-1] = replace(self.run_infos[-1], **changes)
+
+    def _end_run(self, reason: FinishReason) -> None:
+        """Record why the current run ended (the first reason wins; COMPLETED may be refined)."""
+        if not self.run_infos:
+            return
+        info = self.run_infos[-1]
+        if info.finish_reason is None or (
+            info.finish_reason is FinishReason.COMPLETED and reason is FinishReason.EARLY_STOPPING
+        ):
+            self.run_infos[-1] = replace(info, finish_reason=reason)
+        if reason.normal:
+            self._mark_finished()
+
+    def _mark_finished(self) -> None:
+        cur = self.current
+        cur.finished = True
+        cur.eta_seconds = 0.0
+        reason = self.finish_reason()
+        epochs = self.latest_fit_epochs()
+        last = epochs[-1] if epochs and epochs[-1].fit_run == self.fit_run else None
+        loss = last.metrics.get("loss") if last else None
+        detail = f", final loss {loss:.4g}" if loss is not None else ""
+        if reason is FinishReason.EARLY_STOPPING:
+            where = (
+                f"{last.epoch}/{last.total_epochs}"
+                if last and last.total_epochs
+                else str(last.epoch if last else "?")
+            )
+            message = f"Training finished: stopped early by EarlyStopping at epoch {where}{detail}."
+        else:
+            message = f"Training finished: {last.epoch if last else 0} epochs{detail}."
+        self.problems[ProblemId.FINISHED] = Problem(
+            ProblemId.FINISHED, Severity.INFO, message, line_number=last.line_number if last else None
+        )
 
     # ----- internals -----
-    def _is_epoch_granular(self) -> bool:
-        return self.current.step is None or self.current.step == self.current.total_steps
-
     def _add_line(self, text: str) -> None:
         self.lines.append(text[:MAX_VIEW_LINE_CHARS])
         self.live = ""
 
     def _start_epoch(self, start: EpochStart, new_run: bool) -> None:
         if new_run:
-            self.fit_run += 1
-            self.problems.pop("FINISHED", None)
+            self._new_run()
         cur = self.current
         cur.epoch, cur.total_epochs = start.epoch, start.total_epochs
         cur.step, cur.eta_seconds, cur.finished = 0, None, False
         self.curve = []
         self._curve_stride = 1
+        self._epoch_open = True
+        self._epoch_total_steps = None
+        self._awaiting = None
+        self._json_closed = False
+        self._reclose_ok = False
+
+    def _on_header(self, header: EpochStart) -> None:
+        cur = self.current
+        previous = cur.epoch
+        new_run = (
+            self.fit_run == 0
+            or header.epoch == 1
+            or (previous is not None and header.epoch <= previous and not self._epoch_open)
+            or (previous is not None and header.epoch < previous)
+            or (cur.total_epochs is not None and header.total_epochs != cur.total_epochs)
+            or self.finish_reason() is not None
+        )
+        self._start_epoch(header, new_run)
 
     def _on_text(self, text: str, line_number: int | None) -> None:
         header = parse_epoch_header(text)
         if header is not None:
-            previous = self.current.epoch
-            new_run = (
-                self.fit_run == 0 or header.epoch == 1 or (previous is not None and header.epoch < previous)
-            )
-            self._start_epoch(header, new_run)
+            self._on_header(header)
             return
         record = parse_json_record(text)
         if record is not None:
             self._on_json(record, line_number)
             return
+        message = parse_callback_message(text)
+        if message is not None:
+            self._on_callback_message(message, line_number)
+            return
+        self._reclose_ok = False
+        values = parse_values_line(text)
+        if values is not None and self._on_values(values, line_number):
+            return
+        if self._awaiting:
+            self._awaiting_left -= 1
+            if self._awaiting_left <= 0:
+                self._awaiting = None
+        self._on_other_text(text, line_number)
+
+    def _on_other_text(self, text: str, line_number: int | None) -> None:
         exception = self._tracebacks.feed(text)
         if exception is not None:
             diagnosis = diagnose_line(exception, line_number)
             fix = diagnosis.fix if diagnosis else ""
-            self.problems["EXCEPTION"] = Problem(
-                "EXCEPTION",
+            self.problems[ProblemId.EXCEPTION] = Problem(
+                ProblemId.EXCEPTION,
                 Severity.CRITICAL,
                 f"Training stopped with {exception}",
                 fix,
                 line_number,
                 exception,
             )
+            if not self.current.finished:
+                self._end_run(FinishReason.EXCEPTION)
         if known.is_killed_line(text):
             self._raise(
                 Problem(
-                    "KILLED",
+                    ProblemId.KILLED,
                     Severity.CRITICAL,
                     "The process was killed.",
                     known.KILLED_FIX,
@@ -365,43 +359,167 @@ class TrainingRun:
                     text,
                 )
             )
+            if not self.current.finished:
+                self._end_run(FinishReason.KILLED)
             return
         diagnosis = diagnose_line(text, line_number)
         if diagnosis is not None:
             self._raise(known.from_diagnosis(diagnosis))
+
+    def _on_callback_message(self, message, line_number: int | None) -> None:
+        if message.kind is MessageKind.EARLY_STOPPING:
+            self._end_run(FinishReason.EARLY_STOPPING)
+        elif message.kind is MessageKind.TERMINATED_ON_NAN:
+            self._end_run(FinishReason.TERMINATED_ON_NAN)
+        elif message.kind is MessageKind.LR_CHANGE:
+            self._on_lr_change(message.learning_rate)
+        elif message.kind is MessageKind.CHECKPOINT:
+            epoch = self.current.epoch
+            self.checkpoints.append(
+                AnnouncedCheckpoint(message.path, max(self.fit_run, 1), epoch, line_number)
+            )
+            del self.checkpoints[:-MAX_CHECKPOINTS]
+
+    def _on_lr_change(self, rate: float | None) -> None:
+        """ReduceLROnPlateau prints at an epoch's end (before its final line in tf.keras 2.x and Keras 3,
+        after it in standalone Keras); LearningRateScheduler at an epoch's start: either way the epoch of
+        the last header. A rate equal to the last one set is no change."""
+        if rate == self._last_rate:
+            return
+        self._last_rate = rate
+        last = self.epochs[-1] if self.epochs else None
+        if self._epoch_open or last is None or last.fit_run != self.fit_run:
+            self._pending_lr = rate
+        else:
+            self.epochs[-1] = replace(last, lr_change=rate)
 
     def _raise(self, problem: Problem) -> None:
         existing = self.problems.get(problem.id)
         if existing is None:
             self.problems[problem.id] = problem
         else:
-            existing.count += 1
+            self.problems[problem.id] = replace(existing, count=existing.count + 1)
+
+    def _is_training_update(self, progress: Progress) -> bool:
+        """Whether an in-progress bar is the training epoch's (not an evaluate()/predict() bar after it)."""
+        if not self._epoch_open:
+            return not self.epochs and self.fit_run <= 1
+        known_total = self._epoch_total_steps
+        return known_total is None or progress.total_steps == known_total
 
     def _on_progress(self, progress: Progress, line_number: int | None, committed: bool) -> None:
+        self._awaiting = None
+        if progress.final and committed:
+            self._on_final(progress, line_number)
+            return
+        if not self._is_training_update(progress):
+            return
+        if self._epoch_open and progress.total_steps is not None:
+            self._epoch_total_steps = progress.total_steps
         cur = self.current
         cur.step, cur.total_steps = progress.step, progress.total_steps
         if progress.step_seconds is not None and progress.per == "step":
             cur.step_seconds = progress.step_seconds
-        cur.eta_seconds = progress.eta_seconds if not progress.final else 0.0
+        cur.eta_seconds = progress.eta_seconds
         if progress.metrics:
             cur.metrics = dict(progress.metrics)
         loss = progress.metrics.get("loss")
-        if committed and loss is not None and is_bad_number(loss):
+        if committed and loss is not None:
+            self._check_loss(loss, progress.step, line_number)
+        if committed and loss is not None and not math.isnan(loss):
+            self._add_curve_point(progress.step, loss)
+
+    def _check_loss(self, loss: float, step: int | None, line_number: int | None) -> None:
+        if is_bad_number(loss):
             self._raise(
                 Problem(
-                    "NAN_LOSS",
+                    ProblemId.NAN_LOSS,
                     Severity.CRITICAL,
-                    f"The loss is {loss} at epoch {cur.epoch or '?'} step {progress.step}.",
+                    f"The loss is {loss} at epoch {self.current.epoch or '?'} step {step}.",
                     known.NAN_FIX,
                     line_number,
                 )
             )
-        if not committed:
+
+    def _on_final(self, progress: Progress, line_number: int | None) -> None:
+        """A bar's last update: the open epoch's end, a headerless fit(epochs=1), or an evaluation."""
+        validating = any(name.startswith("val_") for name in progress.metrics)
+        values = (
+            progress.metrics,
+            progress.elapsed_seconds,
+            progress.step_seconds,
+            progress.step,
+            line_number,
+        )
+        if self._json_closed:
+            self._json_closed = False
+            return  # the exact JsonLinesLogger record of this epoch came first
+        last = self.epochs[-1] if self.epochs else None
+        if (
+            self._reclose_ok
+            and last is not None
+            and last.steps == progress.step
+            and last.fit_run == self.fit_run
+        ):
+            if self._pending_lr is None:
+                self._pending_lr = last.lr_change
+            self._close_epoch(*values)  # Keras 3 without \r (Windows): N/N twice, the second one final
             return
-        if progress.final:
-            self._finish_epoch(progress, line_number)
-        elif loss is not None and not math.isnan(loss):
-            self._add_curve_point(progress.step, loss)
+        if self._epoch_open:
+            known_total = self._epoch_total_steps
+            if validating or known_total is None or progress.total_steps == known_total:
+                self._close_epoch(*values)
+                if not progress.metrics:
+                    self._await("epoch", progress)
+            elif progress.metrics:  # evaluate() called by a callback inside the epoch
+                self._set_info(
+                    evaluation=Evaluation(
+                        progress.metrics, progress.step, progress.elapsed_seconds, line_number
+                    )
+                )
+            return
+        if not progress.metrics:
+            self._await("evaluation", progress)  # predict(), or evaluate() printing its values later
+            return
+        info = self.latest_info()
+        repeat = (
+            info is not None
+            and info.headerless
+            and last is not None
+            and last.fit_run == self.fit_run
+            and last.steps == progress.step
+        )
+        if validating or (not self.epochs and self.fit_run <= 1) or repeat:
+            self._new_run(headerless=True)  # Keras prints no `Epoch 1/1` for fit(epochs=1)
+            self._start_epoch(EpochStart(1, 1), new_run=False)
+            self._close_epoch(*values)
+            return
+        self._set_info(
+            evaluation=Evaluation(progress.metrics, progress.step, progress.elapsed_seconds, line_number)
+        )
+
+    def _await(self, kind: str, bar: Progress) -> None:
+        self._awaiting, self._awaiting_left, self._awaiting_bar = kind, AWAIT_VALUES_LINES, bar
+
+    def _on_values(self, values: ValuesLine, line_number: int | None) -> bool:
+        """Metrics on a line of their own: an old one-line epoch, or the values of a bar that had none."""
+        if self._epoch_open and (values.elapsed_seconds is not None or values.has_validation):
+            self._close_epoch(values.metrics, values.elapsed_seconds, values.step_seconds, None, line_number)
+            return True
+        kind, bar = self._awaiting, self._awaiting_bar
+        if kind is None or bar is None:
+            return False
+        self._awaiting = None
+        if kind == "epoch" and self.epochs:
+            last = self.epochs[-1]
+            self.epochs[-1] = replace(last, metrics={**last.metrics, **values.metrics})
+            self.current.metrics = dict(self.epochs[-1].metrics)
+            if self.current.finished:
+                self._mark_finished()
+        else:
+            seconds = bar.elapsed_seconds if values.elapsed_seconds is None else values.elapsed_seconds
+            self._set_info(evaluation=Evaluation(values.metrics, bar.step, seconds, line_number))
+        return True
 
     def _add_curve_point(self, step: int, loss: float) -> None:
         if self.curve and step <= self.curve[-1][0]:
@@ -413,30 +531,45 @@ class TrainingRun:
             self._curve_stride *= 2
             self.curve = [p for p in self.curve if p[0] % self._curve_stride == 0]
 
-    def _finish_epoch(self, progress: Progress, line_number: int | None) -> None:
+    def _close_epoch(
+        self,
+        metrics: dict[str, float],
+        seconds: float | None,
+        step_seconds: float | None,
+        steps: int | None,
+        line_number: int | None,
+    ) -> None:
         cur = self.current
         if self.fit_run == 0:
-            self.fit_run = 1
+            self._new_run()
         previous = self.epochs[-1] if self.epochs and self.epochs[-1].fit_run == self.fit_run else None
         epoch = cur.epoch if cur.epoch is not None else (previous.epoch + 1 if previous else 1)
         if previous is not None and previous.epoch == epoch:
             if previous.source == "json":
+                self._epoch_open = False
                 return  # the exact record came first
             self.epochs.pop()
+        loss = metrics.get("loss")
+        if loss is not None:
+            self._check_loss(loss, steps, line_number)
         record = EpochRecord(
             epoch,
             cur.total_epochs,
-            dict(progress.metrics),
-            progress.elapsed_seconds,
-            progress.step_seconds,
-            progress.step,
+            metrics,
+            seconds,
+            step_seconds,
+            steps,
             self.fit_run,
             line_number,
+            lr_change=self._pending_lr,
         )
+        self._pending_lr = None
         self._append_epoch(record)
+        self._reclose_ok = steps is not None
 
     def _append_epoch(self, record: EpochRecord) -> None:
         self.epochs.append(record)
+        self._epoch_open = False
         cur = self.current
         cur.epoch = record.epoch
         cur.metrics = dict(record.metrics)
@@ -444,28 +577,23 @@ class TrainingRun:
             cur.step = cur.total_steps = record.steps
         cur.eta_seconds = 0.0
         if record.total_epochs is not None and record.epoch >= record.total_epochs:
-            cur.finished = True
-            loss = record.metrics.get("loss")
-            detail = f", final loss {loss:.4g}" if loss is not None else ""
-            self.problems["FINISHED"] = Problem(
-                "FINISHED",
-                Severity.INFO,
-                f"Training finished: {record.epoch} epochs{detail}.",
-                line_number=record.line_number,
-            )
+            self._end_run(FinishReason.COMPLETED)
+        elif self.finish_reason() is FinishReason.EARLY_STOPPING:
+            self._mark_finished()  # Keras 1 printed "early stopping" before the last epoch's line
 
     def _on_json(self, record: JsonRecord, line_number: int | None) -> None:
         data = record.data
         cur = self.current
         if record.event == "train_begin":
-            self.fit_run += 1
-            self.problems.pop("FINISHED", None)
+            self._new_run()
             cur.total_epochs = data.get("epochs")
             cur.total_steps = data.get("steps")
             cur.batch_size = data.get("batch_size")
             cur.epoch, cur.step, cur.finished = None, 0, False
         elif record.event == "epoch_begin":
-            self._start_epoch(EpochStart(int(data["epoch"]), int(data.get("epochs") or 0)), new_run=False)
+            self._start_epoch(
+                EpochStart(int(data["epoch"]), int(data.get("epochs") or 0)), new_run=self.fit_run == 0
+            )
             cur.total_epochs = data.get("epochs")
         elif record.event == "batch_end":
             logs = _numbers(data.get("logs"))
@@ -483,7 +611,7 @@ class TrainingRun:
             )
         elif record.event == "epoch_end":
             if self.fit_run == 0:
-                self.fit_run = 1
+                self._new_run()
             epoch = int(data["epoch"])
             if self.epochs and self.epochs[-1].fit_run == self.fit_run and self.epochs[-1].epoch == epoch:
                 self.epochs.pop()
@@ -498,8 +626,11 @@ class TrainingRun:
                     self.fit_run,
                     line_number,
                     "json",
+                    lr_change=self._pending_lr,
                 )
             )
+            self._pending_lr = None
+            self._json_closed = True
 
 
 def _numbers(logs: object) -> dict[str, float]:
@@ -516,8 +647,3 @@ def _numbers(logs: object) -> dict[str, float]:
 
 def _shift(line_number: int | None, offset: int) -> int | None:
     return None if line_number is None else line_number + offset
-
-
-def format_seconds(seconds: float | None) -> str:
-    """``45s``, ``3m 05s``, ``2h 03m``; ``-`` for None; sub-second as ``12ms`` (``durations.span_text``)."""
-    return span_text(seconds)

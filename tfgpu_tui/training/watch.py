@@ -7,9 +7,17 @@ import mmap
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from tfgpu_tui.training.follow import TAIL_BYTES, FileState, LogFollower, line_start_at_or_after
+from tfgpu_tui.training.follow import (
+    TAIL_BYTES,
+    FileEvent,
+    FileState,
+    LogFollower,
+    detect_encoding,
+    line_start_at_or_after,
+)
 from tfgpu_tui.training.history_scan import scan_history
 from tfgpu_tui.training.keras_progress import EpochStart, parse_epoch_header
 from tfgpu_tui.training.run import EpochRecord, TrainingRun
@@ -53,17 +61,28 @@ def live_start(path: Path, floor: int) -> int:
 
 
 def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
-    """Fill in `ended_at` of epochs read from history: walking back from the next known end time (or from
-    `anchor`, the file's modification time, for the last ones), each epoch ended its successor's duration
-    earlier. Stops where a duration was not printed (those stay None until a known time follows)."""
-    for record in reversed(epochs):
+    """Fill in `ended_at` of epochs read from history (replacing the frozen records in `epochs`): walking back
+    from the next known end time (or from `anchor`, the file's modification time, for the last ones), each
+    epoch ended its successor's duration earlier. Stops where a duration was not printed (those stay None
+    until a known time follows)."""
+    for index in range(len(epochs) - 1, -1, -1):
+        record = epochs[index]
         if record.ended_at is not None:
             anchor = record.ended_at - record.seconds if record.seconds is not None else None
             continue
         if anchor is None:
             continue
-        record.ended_at = anchor
+        epochs[index] = replace(record, ended_at=anchor)
         anchor = anchor - record.seconds if record.seconds is not None else None
+
+
+def file_encoding(path: Path) -> str:
+    """The encoding its byte-order mark announces (UTF-8 when none, or when the file is missing)."""
+    try:
+        with path.open("rb") as handle:
+            return detect_encoding(handle.read(4))[0]
+    except OSError:
+        return "utf-8"
 
 
 class LogWatch:
@@ -83,15 +102,17 @@ class LogWatch:
         self.last_growth = time.monotonic()
         self.last_growth_wall = time.time()
         self._modified_at_open: float | None = None
-        self.events: list[str] = []
+        self.events: list[FileEvent] = []
         self._history: TrainingRun | None = None
         self._scan: Iterator[int] | None = None
         self.backfill_offset = 0
         self._note_modification_time()
+        self.encoding = file_encoding(self.path)
         start = self._tail_start()
         context = last_epoch_header(self.path, start) if start else None
         self.run = TrainingRun(context)
-        live = live_start(self.path, start)
+        # UTF-16 (PowerShell) logs are read by the follower from their start: the byte scans assume UTF-8.
+        live = live_start(self.path, start) if self.encoding == "utf-8" else 0
         if live > start:
             for _ in scan_history(self.path, live, self.run, start=start):
                 pass  # complete lines of the tail: only their final updates matter
@@ -124,7 +145,7 @@ class LogWatch:
             size = os.stat(self.path).st_size
         except OSError:
             return 0
-        if size <= self.tail_bytes:
+        if size <= self.tail_bytes or self.encoding != "utf-8":
             return 0
         return line_start_at_or_after(self.path, size - self.tail_bytes)
 
@@ -135,7 +156,7 @@ class LogWatch:
         for event in update.events:
             self.events.append(event)
             self.run.feed_file_event(event)
-            if event in ("truncated", "rotated") and not self.backfill_done:
+            if event in (FileEvent.TRUNCATED, FileEvent.ROTATED) and not self.backfill_done:
                 self._cancel_backfill()
         self.run.feed_segments(update.segments)
         if update.partial:
@@ -143,9 +164,10 @@ class LogWatch:
         if update.bytes_read:
             self.last_growth = time.monotonic()
             self.last_growth_wall = time.time()
-        for record in self.run.epochs[max(known - 1, 0) :]:
-            if record.ended_at is None:
-                record.ended_at = self.last_growth_wall  # the arrival time of its line
+        epochs = self.run.epochs
+        for index in range(max(known - 1, 0), len(epochs)):
+            if epochs[index].ended_at is None:
+                epochs[index] = replace(epochs[index], ended_at=self.last_growth_wall)  # its line's arrival
         return bool(update.bytes_read or update.events)
 
     def backfill_step(self) -> bool:
