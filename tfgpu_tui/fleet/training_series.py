@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.run import TrainingRun
+
+
+class TrainingRun(Protocol):
+    """What is read of a followed log's run (a TrainingRun or its thread-safe snapshot)."""
+
+    @property
+    def epochs(self) -> Sequence[Any]: ...  # EpochRecord: epoch, metrics
+
+    @property
+    def current(self) -> Any: ...  # CurrentState: epoch, step, totals, eta, metrics, finished
+
+    def training_eta_seconds(self) -> float | None: ...
+
+    def problem_list(self, idle_seconds: float | None = None) -> list[Problem]: ...
 
 
 @dataclass(frozen=True)
