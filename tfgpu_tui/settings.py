@@ -58,6 +58,7 @@ class Settings:
     # General
     interval: float = 1.0
     readonly: bool = False
+    demo_gpus: int = 2  # GPUs in the --demo scene (--demo-gpus)
     demo: bool = False
     python: str = sys.executable
     # Least privilege (what a web session gets by default; see access.py and docs/security.md)
