@@ -104,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--demo", action="store_true", help="use a simulated GPU source (shown as SIMULATED)")
+    parser.add_argument(
+        "--demo-gpus",
+        type=int,
+        choices=range(2, 17),
+        default=None,
+        metavar="N",
+        help="simulate N GPUs, 2-16 (implies --demo; default 2)",
+    )
     parser.add_argument("--log", metavar="PATH", type=Path, default=None, help="training log to follow")
     parser.add_argument(
         "--checkpoints", metavar="DIR", type=Path, default=None, help="where training writes checkpoints"
@@ -128,7 +136,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if getattr(args, "interval", None) is not None:
         settings.interval = args.interval
     settings.readonly = settings.readonly or bool(getattr(args, "readonly", False))
-    settings.demo = bool(getattr(args, "demo", False))
+    settings.demo = bool(getattr(args, "demo", False)) or getattr(args, "demo_gpus", None) is not None
+    if getattr(args, "demo_gpus", None) is not None:
+        settings.demo_gpus = args.demo_gpus
     if getattr(args, "python", None):
         settings.python = args.python
     if getattr(args, "log", None) is not None:

@@ -46,7 +46,7 @@ class Sampler:
             if settings.demo:
                 from tfgpu_tui.gpu.simulated import SimulatedSource
 
-                source = SimulatedSource()
+                source = SimulatedSource(gpus=settings.demo_gpus)
             else:
                 from tfgpu_tui.gpu.nvml import NvmlSource
 

@@ -83,9 +83,9 @@ class SimulatedSource:
         self._uid = os.getuid()
         self.host = self
         start = clock()
-        self._replays = processes_per_gpu is None and gpus == 2
+        self._replays = processes_per_gpu is None
         if self._replays:
-            self._gpus, self._procs, self._cpu_procs = self._demo_scene(start)
+            self._gpus, self._procs, self._cpu_procs = self._demo_scene(start, gpus)
         else:
             self._gpus, self._procs, self._cpu_procs = self._scaled_scene(start, gpus, processes_per_gpu or 0)
         self._by_pid = {p.row.pid: p for p in self._procs}
@@ -105,11 +105,11 @@ class SimulatedSource:
             **fields,
         )
 
-    def _demo_scene(self, now: float) -> tuple[list[_SimGpu], list[_SimProcess], list[_SimProcess]]:
-        gpus = [
-            _SimGpu("NVIDIA A100-SXM4-80GB", 81920.0, 400.0, fan=False),
-            _SimGpu("NVIDIA A100-SXM4-80GB", 81920.0, 400.0, fan=False),
-        ]
+    def _demo_scene(
+        self, now: float, count: int = 2
+    ) -> tuple[list[_SimGpu], list[_SimProcess], list[_SimProcess]]:
+        """The two-GPU story; with `count` > 2, each further GPU runs one busy training worker."""
+        gpus = [_SimGpu("NVIDIA A100-SXM4-80GB", 81920.0, 400.0, fan=False) for _ in range(max(2, count))]
         kernel_id = "6f1c2a9e-4b1d-4c83-9a57-2e0d5b7c1f42"
         runtime = os.path.expanduser(RUNTIME_DIR)
         other_uid = 1001 if self._uid != 1001 else 1002
@@ -169,6 +169,10 @@ class SimulatedSource:
                 phase=3.0,
             )
         ]
+        for gpu in range(2, len(gpus)):
+            command = f"python train.py --rank {gpu} --world-size {len(gpus)}"
+            row = self._row(43000 + gpu, gpu, command, now - 3600 - 60 * gpu, host_memory_mib=6144.0)
+            procs.append(_SimProcess(row, memory_mib=40960.0 + 1024.0 * gpu, sm_base=75.0, phase=gpu * 0.7))
         return gpus, procs, cpu_procs
 
     def _scaled_scene(

@@ -293,20 +293,30 @@ class MonitorTab(DashboardTab):
         the process table keeps at least five rows."""
         snapshot = self.snapshot
         gpus = len(snapshot.devices) if snapshot is not None else 0
+        processes = len(snapshot.processes) if snapshot is not None else 0
         panel = self.query_one(AlertsPanel)
         alerts = len(panel.ordered)
         height = self.size.height
         extra = self.query_one("#no-gpu").outer_size.height + self.query_one("#kill-status").outer_size.height
-        key = (height, gpus, alerts, extra, self.compact_choice, panel.has_focus)
+        key = (
+            height,
+            gpus,
+            min(processes, FULL_TABLE_LINES),
+            alerts,
+            extra,
+            self.compact_choice,
+            panel.has_focus,
+        )
         if key == self._fitted or height == 0:
             return
         self._fitted = key
         cards = min(CARD_LINES * gpus, height // 2)
         fixed = 3 + extra  # host line, caption, selected command
         compact = self.compact_choice
-        if compact is None:
+        if compact is None:  # cards while they leave the table room for its rows (up to FULL_TABLE_LINES)
             room = height - fixed - CARD_LINES * gpus - min(alerts, MAX_ALERT_LINES)
-            compact = CARD_LINES * gpus > height // 2 or room < FULL_TABLE_LINES
+            wanted = min(FULL_TABLE_LINES, max(TABLE_MIN_LINES, processes + 1))
+            compact = CARD_LINES * gpus > height // 2 or room < wanted
         self.set_class(compact, "-compact")
         gpu_lines = gpus if compact else cards
         if compact:
