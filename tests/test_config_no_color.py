@@ -10,7 +10,7 @@ from tfgpu_tui.ui.app import TfgpuApp
 
 
 def colour_filters(app: TfgpuApp) -> list[object]:
-    return [f for f in app._filters if isinstance(f, (Monochrome, NoColor))]
+    return [f for f in app.get_line_filters() if isinstance(f, (Monochrome, NoColor))]
 
 
 async def test_no_color_makes_the_dashboard_monochrome(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from monitor_helpers import record_notifications
 from textual.widgets import DataTable, Static, TabbedContent
 
 from tfgpu_tui.env.recorded import load_recording
@@ -73,13 +74,14 @@ async def test_save_report_writes_markdown(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         tab = await wait_until_complete(pilot, app)
         tab._save_dir = tmp_path
+        shown = record_notifications(app)
         await pilot.press("s")
         await pilot.pause()
         written = list(tmp_path.glob("tfgpu-env-report-*.md"))
         assert len(written) == 1
         text = written[0].read_text()
         assert text.startswith("# tfgpu-tui environment report") and "export LD_LIBRARY_PATH" in text
-        assert any(str(written[0]) in notification.message for notification in app._notifications)
+        assert any(str(written[0]) in message for _, message in shown)
 
 
 async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
-from monitor_helpers import CPU_JOB, KERNEL, select_pid, wait_for_table
+from monitor_helpers import CPU_JOB, KERNEL, record_notifications, select_pid, wait_for_table
 from rich.console import Console
 from textual.widgets import Input, Static, TabbedContent
 from waiting import wait_until
@@ -67,9 +67,10 @@ async def test_monitor_keys() -> None:
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmKill))
         await select_pid(pilot, KERNEL)
+        shown = record_notifications(app)
         await pilot.press("l")  # demo processes are simulated: a clear notice, no tab switch
         await pilot.pause()
-        assert any("simulated" in n.message for n in app._notifications)
+        assert any("simulated" in message for _, message in shown)
         await select_pid(pilot, CPU_JOB)
         await pilot.press("e")
         await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "environment")
@@ -125,8 +126,9 @@ async def test_probe_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         app.query_one("#probe-budget", Input).value = "100"
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: tab.result is not None, timeout=20)
+        shown = record_notifications(app)
         await pilot.press("c")
-        assert any("batch_size =" in n.message for n in app._notifications)
+        assert any("batch_size =" in message for _, message in shown)
         monkeypatch.setenv("FAKE_PROBE_MODE", "hang")
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: tab.runner is not None)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static, TabbedContent
+from textual.widgets import Button, Checkbox, DataTable, Input, OptionList, Select, Static, TabbedContent
 from waiting import wait_until
 
 from tfgpu_tui.gpu.model import DeviceInfo
@@ -133,7 +133,11 @@ async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPat
     async with app.run_test(size=(160, 45)) as pilot:
         select = app.query_one("#probe-device", Select)
         await wait_until(pilot, lambda: select.value == "GPU:0", timeout=10)
-        assert [str(prompt) for prompt, _ in select._options] == ["GPU:0", "GPU:1", "CPU"]
+        assert [str(option.prompt) for option in select.query_one(OptionList).options] == [
+            "GPU:0",
+            "GPU:1",
+            "CPU",
+        ]
 
 
 async def test_tab_compares_precisions_and_warns_on_an_old_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
