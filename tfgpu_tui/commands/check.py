@@ -13,7 +13,7 @@ from pathlib import Path
 from tfgpu_tui.cli import number_in
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
-from tfgpu_tui.env.report import report_markdown, report_text
+from tfgpu_tui.env.report_formats import report_markdown, report_text
 from tfgpu_tui.env.runner import CheckRun, run_check
 from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
 

@@ -24,7 +24,7 @@ from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.probe_runner import run_probe_with_retry
 from tfgpu_tui.env.recorded import demo_recording
-from tfgpu_tui.env.report import save_markdown
+from tfgpu_tui.env.report_formats import save_markdown
 from tfgpu_tui.env.runner import fast_report, full_report
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
