@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import TabbedContent
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, Severity, most_urgent
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
@@ -38,19 +38,20 @@ async def test_help_screen_opens_and_closes() -> None:
 async def test_header_shows_most_urgent_alert_across_tabs() -> None:
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
+        lost = Alert("gpu_lost", Severity.CRITICAL, "GPU 7 fell off the bus", short="GPU lost: GPU 7")
         app.post_message(AlertsChanged("test-a", [Alert("x", Severity.INFO, "minor thing")]))
-        app.post_message(AlertsChanged("test-b", [Alert("y", Severity.CRITICAL, "on fire")]))
+        app.post_message(AlertsChanged("test-b", [lost]))
         await pilot.pause()
         messages = [alert.message for alert in app.all_alerts]
-        assert messages.index("on fire") < messages.index("minor thing")
+        assert messages.index(lost.message) < messages.index("minor thing")
         header = app.query_one(StatusHeader)
-        assert header.alert is not None and header.alert.severity is Severity.CRITICAL
+        assert header.alert is most_urgent(app.all_alerts) is lost  # an action before advice, then severity
         rendered = str(header.render())
-        assert header.alert.message in rendered and "SIMULATED" in rendered
-        assert f"+{len(messages) - 1} more" in rendered
+        assert "GPU lost: GPU 7" in rendered and "SIMULATED" in rendered
+        assert f"(+{len(messages) - 1})" in rendered
         app.post_message(AlertsChanged("test-b", []))
         await pilot.pause()
-        assert "on fire" not in [alert.message for alert in app.all_alerts]
+        assert lost.message not in [alert.message for alert in app.all_alerts]
 
 
 async def test_q_quits() -> None:

@@ -34,7 +34,13 @@ async def test_tab_shows_progress_epochs_problems_and_raises_header_alerts(tmp_p
     async with app.run_test(size=(140, 45)) as pilot:
         table = app.query_one("#training-epochs", DataTable)
         await wait_for(pilot, lambda: table.row_count == 2)
-        assert [str(c) for c in table.get_row_at(1)][:4] == ["2/4", "3s", "0.5000", "nan"]
+        cells = dict(zip(table.shown_columns, (str(c) for c in table.get_row_at(1)), strict=True))
+        assert {name: cells[name] for name in ("epoch", "time", "loss")} == {
+            "epoch": "2/4",
+            "time": "3s",
+            "loss": "nan",
+        }
+        assert table.shown_columns[:4] == ["epoch", "loss", "val_loss", "time"]  # by priority
         status = text_of(app, "#training-status")
         assert "Epoch 3/4" in status and "step 10/100" in status and "stopped" in status
         problems = text_of(app, "#training-problems")

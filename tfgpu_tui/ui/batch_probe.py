@@ -16,7 +16,13 @@ from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
-from tfgpu_tui.probe.request import DEFAULT_MAX_BATCH, DEFAULT_MODEL, DEFAULT_STEPS, ProbeRequest, ProbeRequestError
+from tfgpu_tui.probe.request import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MODEL,
+    DEFAULT_STEPS,
+    ProbeRequest,
+    ProbeRequestError,
+)
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.runner import TrialRunner, run_probe
 from tfgpu_tui.probe.trial import FITS, Trial

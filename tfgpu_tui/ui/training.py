@@ -29,16 +29,16 @@ from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.report import epoch_row, format_value, metric_names, status_parts
+from tfgpu_tui.training.report import format_value, status_parts
 from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.epoch_table import EpochTable
 from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 
 POLL_SECONDS = 0.25
 POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
-MAX_TABLE_ROWS = 2000
 PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
 BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between polls
 TONE_STYLE = {"": "", "strong": "bold", "good": "green", "bad": "bold red"}
@@ -105,6 +105,7 @@ class TrainingTab(DashboardTab):
         Binding("o", "open_file", "Open log"),
         Binding("p", "pick_log", "Pick a job's log"),
         Binding("r", "reload", "Reload"),
+        Binding("g", "toggle_plots", "Plots on/off"),
         Binding("escape", "close_open", "Cancel", show=False),
     ]
     DEFAULT_CSS = """
@@ -119,7 +120,10 @@ class TrainingTab(DashboardTab):
     TrainingTab #training-pick-list { height: auto; max-height: 8; border: none; }
     TrainingTab #training-context { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     TrainingTab #training-plots { height: 2fr; min-height: 8; }
-    TrainingTab #training-bottom { height: 3fr; }
+    TrainingTab.-short #training-plots { display: none; }
+    TrainingTab.-plots-on #training-plots { display: block; min-height: 6; }
+    TrainingTab.-plots-off #training-plots { display: none; }
+    TrainingTab #training-bottom { height: 3fr; min-height: 8; }
     TrainingTab #training-epochs { width: 1fr; }
     TrainingTab #training-side { width: 1fr; }
     TrainingTab #training-problems-box { height: auto; max-height: 50%; border-top: solid $primary; }
@@ -127,6 +131,14 @@ class TrainingTab(DashboardTab):
     TrainingTab #training-lines {
         height: 1fr; padding: 0 1; border-top: solid $primary; text-wrap: nowrap; text-overflow: ellipsis;
     }
+    TrainingTab.-narrow #training-bottom { layout: vertical; }
+    TrainingTab.-narrow #training-epochs { width: 1fr; height: 1fr; min-height: 4; }
+    TrainingTab.-narrow #training-side { width: 1fr; height: auto; max-height: 60%; }
+    TrainingTab.-narrow #training-problems-box { max-height: 100%; }
+    TrainingTab.-narrow #training-lines { height: 4; }
+    TrainingTab.-short #training-lines { display: none; }
+    TrainingTab.-short.-plots-on #training-plots { height: 1fr; }
+    TrainingTab.-short.-plots-on #training-bottom { height: 1fr; min-height: 6; }
     """
 
     def __init__(self, settings) -> None:
@@ -140,7 +152,6 @@ class TrainingTab(DashboardTab):
         self._plots_drawn_at = 0.0
         self.candidates: list[LogCandidate] = []
         self.demo: DemoTrainingLog | None = None
-        self._table_key: tuple = ()
         self._alert_key: tuple = ()
 
     def compose(self) -> ComposeResult:
@@ -156,7 +167,7 @@ class TrainingTab(DashboardTab):
             yield EpochLossPlot(id="training-epoch-plot")
             yield StepLossPlot(id="training-step-plot")
         with Horizontal(id="training-bottom"):
-            yield DataTable(id="training-epochs", cursor_type="row", zebra_stripes=True)
+            yield EpochTable(id="training-epochs")
             with Vertical(id="training-side"):
                 with VerticalScroll(id="training-problems-box"):
                     yield Static(id="training-problems")
@@ -201,7 +212,6 @@ class TrainingTab(DashboardTab):
         self.writer_pid = writer_pid
         self.run = None
         self.oversight = None
-        self._table_key = ()
         self.query_one("#training-status", Static).update(f"Opening {path} ...")
         self.query_one("#training-context", Static).update("")
         self._follow_worker(path, self._new_oversight(path, writer_pid))
@@ -291,10 +301,13 @@ class TrainingTab(DashboardTab):
 
     def _draw_status(self, message: RunSnapshot) -> None:
         run, cur = message.run, message.run.current
+        narrow = self.has_class("-narrow")  # one paragraph, shorter words: 3 lines at 80 columns
+        gap = "  " if narrow else "   "
         text = Text()
         if self.is_simulated(message.path):
             text.append(" SIMULATED ", "bold reverse yellow")
-            text.append(" demo log, made-up numbers (run without --demo, or with --log, for real) ")
+            text.append(" demo log, made-up numbers ")
+            text.append("" if narrow else "(run without --demo, or with --log, for real) ")
         text.append(f"{message.path}", "bold")
         if message.state is FileState.WAITING:
             text.append(
@@ -314,12 +327,12 @@ class TrainingTab(DashboardTab):
             self.query_one("#training-status", Static).update(text)
             return
         for index, (part, tone) in enumerate(status_parts(run)):
-            text.append("   " if index else "")
+            text.append(gap if index else "")
             text.append(part, TONE_STYLE[tone])
         if cur.metrics:
-            text.append("\n")
+            text.append(gap if narrow else "\n")
             for index, (name, value) in enumerate(cur.metrics.items()):
-                text.append("   " if index else "")
+                text.append(gap if index else "")
                 text.append(f"{name} ", "dim")
                 text.append(format_value(value), "bold red" if value != value else "bold")
         self.query_one("#training-status", Static).update(text)
@@ -380,30 +393,7 @@ class TrainingTab(DashboardTab):
         self.query_one(StepLossPlot).show(run.curve, run.current.epoch)
 
     def _draw_table(self, run: TrainingRun) -> None:
-        """Append new epochs; rebuild only when earlier rows or the columns changed."""
-        epochs = run.epochs[-MAX_TABLE_ROWS:]
-        if not epochs:
-            if self._table_key:
-                self.query_one("#training-epochs", DataTable).clear(columns=True)
-                self._table_key = ()
-            return
-        names = metric_names(epochs)
-        show_run = len({e.fit_run for e in epochs}) > 1
-        layout = (id(epochs[0]), tuple(names), show_run)
-        table = self.query_one("#training-epochs", DataTable)
-        shown = self._table_key[1] if self._table_key and self._table_key[0] == layout else None
-        if shown is not None and shown <= len(epochs) and id(epochs[shown - 1]) == self._table_key[2]:
-            new = epochs[shown:]
-        else:
-            table.clear(columns=True)
-            table.add_columns(*(["fit"] if show_run else []), "epoch", "time", *names)
-            new = epochs
-        if not new:
-            return
-        for record in new:
-            table.add_row(*epoch_row(record, names, show_run))
-        self._table_key = (layout, len(epochs), id(epochs[-1]))
-        table.move_cursor(row=len(epochs) - 1)
+        self.query_one(EpochTable).show(run.epochs)
 
     def _draw_problems(self, problems: list[Problem]) -> None:
         text = Text()
@@ -502,6 +492,14 @@ class TrainingTab(DashboardTab):
         candidate = self.candidates[event.option_index]
         self.open_log(candidate.path, candidate.pid)
         self.focus_default()
+
+    def action_toggle_plots(self) -> None:
+        """Show or hide the two plots (hidden by default when the terminal is under 30 lines)."""
+        shown = self.query_one("#training-plots").display
+        self.set_class(not shown, "-plots-on")
+        self.set_class(shown, "-plots-off")
+        if not shown and self.run is not None:
+            self.call_after_refresh(self._draw_plots, self.run, True)
 
     def action_reload(self) -> None:
         """Read the file again from the start."""
