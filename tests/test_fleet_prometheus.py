@@ -23,9 +23,16 @@ from fleet_helpers import (
     value_of,
     wait_scrapes,
 )
+from textual.widgets import DataTable
+from waiting import wait_until
 
 from tfgpu_tui.fleet.readers import PrometheusReader
+from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.synthetic import keras3_epoch, keras3_log, loss_at
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.host_detail import HostDetailScreen
+from tfgpu_tui.ui.hosts import HostsTab
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 pytestmark = pytest.mark.skipif(
     prometheus_version() is None, reason="Prometheus is not installed (Debian: apt install prometheus)"
@@ -205,6 +212,39 @@ def test_every_grafana_query_returns_data(fleet: Fleet) -> None:
     fallback = next(e for t, e in queries if t.startswith("CPU fallback"))
     values = query(fleet.url, fallback.replace('"$Hostname"', '".*"'))
     assert {r["metric"]["Hostname"]: r["value"][1] for r in values} == {"alpha": "0", "beta": "0"}
+
+
+async def test_fleet_view_on_prometheus_shows_both_hosts(fleet: Fleet) -> None:
+    settings = Settings(demo=True, prometheus_url=fleet.url, fleet_refresh_seconds=0.5)
+    app = TfgpuApp(settings)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("5")
+        tab = app.query_one(HostsTab)
+        await wait_until(pilot, lambda: tab.view is not None and len(tab.view.hosts) == 2, timeout=15)
+        rows = {str(cells[0]): [str(c) for c in cells] for cells in tab._cells.values()}
+        alpha = rows[f"alpha ({fleet.alpha_target})"]
+        beta = rows[f"beta ({fleet.beta_target})"]
+        assert alpha[1:5] == [
+            "up",
+            "2× H200",
+            "21 % (max 37)",
+            f"{20980 / 1024:.1f}/{(143771 + 81559) / 1024:.1f} GiB",
+        ]
+        assert alpha[6].startswith("epoch 3/5 step ") and " loss " in alpha[6] and " ETA " in alpha[6]
+        assert beta[1:5] == ["up", "1× A100-SXM4-80GB", "88 % (max 88)", "4.0/80.0 GiB"]
+        assert beta[5] == f"warning: stale vram: PID {fleet.idle}"
+        table = app.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index(fleet.alpha_target))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))
+        screen = app.screen
+        assert sorted(screen._cards) == [0, 1]
+        processes = screen.query_one(ProcessTable).rows_shown
+        assert [(r.process.pid, r.process.gpu_memory_mib) for r in processes] == [(fleet.holder, 20480)]
+        await pilot.press("k")  # the Monitor's kill key does nothing here: no signals across machines
+        assert isinstance(app.screen, HostDetailScreen) and fleet.alpha.poll() is None
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HostDetailScreen))
 
 
 def test_stopped_exporter_is_down_with_reason_within_three_scrapes(fleet: Fleet) -> None:

@@ -87,6 +87,22 @@ def add_python_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    """`--prometheus URL` or `--remote HOST:PORT,...`: add the Hosts tab (the fleet view)."""
+    from tfgpu_tui.fleet.addresses import prometheus_url, remote_list
+
+    fleet = parser.add_mutually_exclusive_group()
+    fleet.add_argument(
+        "--prometheus", metavar="URL", type=prometheus_url, help="add a Hosts tab fed by this Prometheus"
+    )
+    fleet.add_argument(
+        "--remote",
+        metavar="HOST:PORT,...",
+        type=remote_list,
+        help="add a Hosts tab scraping these tfgpu-tui exporters directly",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, subcommands included."""
     parser = argparse.ArgumentParser(
@@ -117,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoints", metavar="DIR", type=Path, default=None, help="where training writes checkpoints"
     )
     add_python_option(parser)
+    add_fleet_options(parser)
     add_access_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -146,6 +163,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         settings.log_path_given = True
     if getattr(args, "checkpoints", None) is not None:
         settings.checkpoints_dir = args.checkpoints
+    if getattr(args, "prometheus", None):
+        settings.prometheus_url = args.prometheus
+    if getattr(args, "remote", None):
+        settings.remote_hosts = tuple(args.remote)
     for switch in ("least_privilege", "allow_kill", "allow_code"):
         if getattr(args, switch, False):
             setattr(settings, switch, True)

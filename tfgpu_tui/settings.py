@@ -85,6 +85,10 @@ class Settings:
     env_check_timeout_seconds: float = 120.0
     # Batch probe tab
     batch_budget_mb: int | None = None
+    # Hosts tab (the fleet view): shown when either source is given
+    prometheus_url: str | None = None  # --prometheus: read every exporter through Prometheus's HTTP API
+    remote_hosts: tuple[str, ...] = ()  # --remote: tfgpu-tui exporters scraped directly (HOST:PORT or URL)
+    fleet_refresh_seconds: float = 2.0
     # Settings file: one line per problem found in it (the app shows them as notifications)
     config_warnings: list[str] = field(default_factory=list)
 

@@ -252,3 +252,12 @@ class DirectReader:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def make_reader(
+    prometheus: str | None, remotes: tuple[str, ...] | list[str]
+) -> PrometheusReader | DirectReader:
+    """The reader for the fleet view's options: Prometheus when given, else the exporters themselves."""
+    if prometheus:
+        return PrometheusReader(prometheus)
+    return DirectReader(list(remotes))

@@ -16,6 +16,7 @@ from tfgpu_tui.ui.batch_probe import BatchProbeTab
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.help_screen import HelpScreen, described_bindings
+from tfgpu_tui.ui.hosts import HostsTab, fleet_wanted
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -36,6 +37,7 @@ class TfgpuApp(App[None]):
         Binding("2", "show_tab('monitor')", "Monitor", show=False),
         Binding("3", "show_tab('training')", "Training", show=False),
         Binding("4", "show_tab('probe')", "Batch probe", show=False),
+        Binding("5", "show_tab('hosts')", "Hosts (with --prometheus or --remote)", show=False),
     ]
 
     def __init__(self, settings: Settings | None = None, initial_tab: str = "monitor") -> None:
@@ -47,7 +49,7 @@ class TfgpuApp(App[None]):
     def compose(self) -> ComposeResult:
         yield StatusHeader()
         with TabbedContent(initial=self.initial_tab):
-            for tab_class in TAB_CLASSES:
+            for tab_class in TAB_CLASSES + ((HostsTab,) if fleet_wanted(self.settings) else ()):
                 with TabPane(tab_class.TAB_TITLE, id=tab_class.TAB_ID):
                     yield tab_class(self.settings)
         yield Footer()
@@ -105,6 +107,12 @@ class TfgpuApp(App[None]):
         pane = tabs.get_pane(tabs.active) if tabs.active else None
         if pane is not None:
             pane.query_one(DashboardTab).focus_default()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Key 5 works only when there is a Hosts tab."""
+        if action == "show_tab" and parameters == (HostsTab.TAB_ID,):
+            return fleet_wanted(self.settings)
+        return True
 
     def action_show_tab(self, tab_id: str) -> None:
         """Switch to the tab with this pane id."""

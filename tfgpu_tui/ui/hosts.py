@@ -1,0 +1,203 @@
+"""The Hosts tab (with ``--prometheus URL`` or ``--remote HOST:PORT,...``): one row per host with its GPUs,
+utilisation, memory, worst alert, training progress and health; enter opens the host read-only.
+
+A worker thread reads the fleet every `settings.fleet_refresh_seconds` and posts each FleetView here."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
+
+from tfgpu_tui.alerts import Severity
+from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot, TrainingSummary
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.tab_base import DashboardTab
+
+COLUMNS = ("Host", "State", "GPUs", "Util", "Memory", "Worst alert", "Training", "Last scrape")
+SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+
+
+def fleet_wanted(settings: Settings) -> bool:
+    """The Hosts tab exists only when a fleet source was given."""
+    return bool(settings.prometheus_url or settings.remote_hosts)
+
+
+class FleetUpdated(Message):
+    """A fresh FleetView from the reading thread."""
+
+    def __init__(self, view: FleetView) -> None:
+        super().__init__()
+        self.view = view
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def training_text(runs: tuple[TrainingSummary, ...]) -> str:
+    """The first followed log's progress (and how many more there are)."""
+    if not runs:
+        return "-"
+    run = runs[0]
+    if run.finished:
+        text = f"finished {run.epoch or '?'}/{run.total_epochs or '?'}"
+    else:
+        text = f"epoch {run.epoch or '?'}/{run.total_epochs or '?'}"
+        if run.step is not None:
+            text += f" step {run.step}/{run.total_steps or '?'}"
+    if run.loss is not None:
+        text += f" loss {run.loss:.4g}"
+    if run.eta_seconds is not None and not run.finished:
+        text += f" ETA {_duration(run.eta_seconds)}"
+    return text + (f" (+{len(runs) - 1} more)" if len(runs) > 1 else "")
+
+
+def state_text(host: HostSnapshot) -> Text:
+    """up, up with no GPU (and why), or DOWN and why."""
+    if not host.up:
+        return Text(f"DOWN: {host.reason or 'not answering'}", style="bold red")
+    if host.reason:
+        return Text(f"up, {host.reason}", style="yellow")
+    return Text("up", style="green")
+
+
+def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
+    """One row of the Hosts table."""
+    snapshot = host.snapshot
+    devices = [d for d in (snapshot.devices if snapshot else []) if not d.lost]
+    name = host.hostname if host.hostname == host.key else f"{host.hostname} ({host.key})"
+    models = sorted({d.name.removeprefix("NVIDIA ") for d in devices})
+    gpus = f"{len(devices)}× {', '.join(models)}" if devices else "0"
+    utils = [d.utilization_percent for d in devices if d.utilization_percent is not None]
+    util = f"{sum(utils) / len(utils):.0f} % (max {max(utils):.0f})" if utils else "-"
+    used = [d.memory_used_mib for d in devices if d.memory_used_mib is not None]
+    total = [d.memory_total_mib for d in devices if d.memory_total_mib is not None]
+    memory = f"{sum(used) / 1024:.1f}/{sum(total) / 1024:.1f} GiB" if used and total else "-"
+    alert = host.worst_alert
+    worst: str | Text = "-"
+    if alert is not None:
+        worst = Text(f"{alert.severity.name.lower()}: {alert.message}", style=SEVERITY_STYLE[alert.severity])
+    age = "never" if host.scrape_age is None else f"{host.scrape_age:.0f} s ago"
+    return (name, state_text(host), gpus, util, memory, worst, training_text(host.training), age)
+
+
+class HostsTab(DashboardTab):
+    """Every host of the fleet; enter opens one in a read-only Monitor view."""
+
+    TAB_ID = "hosts"
+    TAB_TITLE = "Hosts"
+    BINDINGS = [Binding("enter", "open_host", "Open host (read-only)")]
+    DEFAULT_CSS = """
+    HostsTab #fleet-caption { height: 1; padding: 0 1; background: $boost; }
+    HostsTab #hosts-table { height: 1fr; }
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.view: FleetView | None = None
+        self._cells: dict[str, tuple[str | Text, ...]] = {}
+        self._stop = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reading the fleet…", id="fleet-caption")
+        table: DataTable = DataTable(id="hosts-table", cursor_type="row", zebra_stripes=True)
+        yield table
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        if self.is_on_screen:
+            table.focus()
+        self._read_loop()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    def focus_default(self) -> None:
+        """The hosts table (once composed: the tab may be built on first show)."""
+        tables = self.query(DataTable)
+        if tables:
+            tables.first().focus()
+
+    @work(thread=True, exclusive=True, group="fleet-reader", exit_on_error=False)
+    def _read_loop(self) -> None:
+        from tfgpu_tui.fleet.readers import make_reader
+
+        worker = get_current_worker()
+        reader = make_reader(self.settings.prometheus_url, self.settings.remote_hosts)
+        try:
+            while not worker.is_cancelled and not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    view = reader.read()
+                except Exception as error:  # noqa: BLE001 - a reader bug must not stop the tab
+                    view = FleetView(self.view.hosts if self.view else (), "", f"reading failed: {error!r}")
+                self.post_message(FleetUpdated(view))
+                self._stop.wait(max(0.0, self.settings.fleet_refresh_seconds - (time.monotonic() - started)))
+        finally:
+            reader.close()
+
+    def on_fleet_updated(self, message: FleetUpdated) -> None:
+        """Show the view: rows added, removed, or repainted only where a cell changed."""
+        view = self.view = message.view
+        up = sum(1 for h in view.hosts if h.up)
+        caption = f"{len(view.hosts)} hosts, {up} up · from {view.source} · read in {view.read_ms:.0f} ms"
+        if view.error:
+            caption = f"{view.error} · {caption}"
+        self.query_one("#fleet-caption", Static).update(Text(caption, style="bold red" if view.error else ""))
+        table = self.query_one(DataTable)
+        keys = [h.key for h in view.hosts]
+        for gone in set(self._cells) - set(keys):
+            table.remove_row(gone)
+            del self._cells[gone]
+        for host in view.hosts:
+            cells = host_cells(host)
+            previous = self._cells.get(host.key)
+            if previous is None:
+                table.add_row(*cells, key=host.key)
+            else:
+                for column, old, new in zip(COLUMNS, previous, cells, strict=True):
+                    if old != new:
+                        table.update_cell(host.key, column, new)
+            self._cells[host.key] = cells
+        from tfgpu_tui.ui.host_detail import HostDetailScreen
+
+        screen = self.app.screen
+        if isinstance(screen, HostDetailScreen):
+            fresh = next((h for h in view.hosts if h.key == screen.key), None)
+            if fresh is not None:
+                screen.show(fresh)
+
+    def selected_host(self) -> HostSnapshot | None:
+        table = self.query_one(DataTable)
+        if self.view is None or not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return next((h for h in self.view.hosts if h.key == key), None)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_host()
+
+    def action_open_host(self) -> None:
+        """Open the selected host in the Monitor's cards and process table, read-only."""
+        from tfgpu_tui.ui.host_detail import HostDetailScreen
+
+        host = self.selected_host()
+        if host is not None:
+            self.app.push_screen(HostDetailScreen(host))
