@@ -144,7 +144,9 @@ def test_line_start_at_or_after(tmp_path):
 def test_utf16_with_bom_is_decoded_and_offsets_stay_on_code_units(tmp_path, encoding):
     path = tmp_path / "train.log"
     bom = b"\xff\xfe" if encoding == "utf-16-le" else b"\xfe\xff"
-    first = "Epoch 1/2\r\n 1/5 [==>...] - ETA: 1s\r 5/5 [=====] - 1s 2ms/step - loss: 0.5\r\nਊ\n".encode(encoding)
+    first = "Epoch 1/2\r\n 1/5 [==>...] - ETA: 1s\r 5/5 [=====] - 1s 2ms/step - loss: 0.5\r\nਊ\n".encode(
+        encoding
+    )
     path.write_bytes(bom + first[:-3])  # the last character cut in half: it must wait for its other byte
     follower = LogFollower(path)
     update = follower.poll()

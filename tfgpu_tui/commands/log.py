@@ -13,7 +13,18 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.report import epoch_row, format_value, metric_names, status_text
+from tfgpu_tui.training.readout import RunReadout
+from tfgpu_tui.training.report import (
+    FINISH_WORDS,
+    LR_COLUMN,
+    epoch_row,
+    evaluation_text,
+    format_value,
+    has_lr_changes,
+    metric_names,
+    metrics_text,
+    status_text,
+)
 from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 
@@ -116,17 +127,36 @@ def context_lines(around: OversightState) -> list[str]:
         checkpoint = f"none found under {', '.join(str(root) for root in around.checkpoint_roots)}"
     else:
         checkpoint = f"{newest.path} ({format_seconds(newest.age_seconds())} old)"
+        announced = around.announced
+        if announced is not None and newest.path.name == announced.path.rsplit("/", 1)[-1]:
+            checkpoint += f", announced in the log at epoch {announced.epoch or '?'}"
     return [f"Writer: {who}", f"Checkpoint: {checkpoint}"]
+
+
+def runs_lines(run: RunReadout) -> list[str]:
+    """One line per fit() run when there are several: epochs, how it ended, its evaluation."""
+    runs = run.runs()
+    lines = [evaluation_text(run)] if len(runs) <= 1 and evaluation_text(run) else []
+    if len(runs) <= 1:
+        return lines
+    lines.append(f"Runs: {len(runs)} fit() calls")
+    for summary in runs:
+        ended = FINISH_WORDS[summary.finish_reason] if summary.finish_reason else "not finished"
+        evaluation = f"; evaluation: {metrics_text(summary.evaluation.metrics)}" if summary.evaluation else ""
+        lines.append(f"  run {summary.index}: {len(summary.epochs)} epochs, {ended}{evaluation}")
+    return lines
 
 
 def summary_text(run: TrainingRun, path: Path, around: OversightState | None = None) -> str:
     """The human-readable report."""
     out = [f"{path}", f"Now: {status_text(run)}", *(context_lines(around) if around else [])]
+    out += runs_lines(run)
     if run.epochs:
         names = metric_names(run.epochs)
         show_run = len({e.fit_run for e in run.epochs}) > 1
-        header = (["fit"] if show_run else []) + ["epoch", "time", *names]
-        out += ["", table([header, *(epoch_row(e, names, show_run) for e in run.epochs)])]
+        show_lr = has_lr_changes(run.epochs)
+        header = (["fit"] if show_run else []) + ["epoch", "time", *names] + ([LR_COLUMN] if show_lr else [])
+        out += ["", table([header, *(epoch_row(e, names, show_run, show_lr) for e in run.epochs)])]
     problems = run.problem_list(None, around.writer if around else None)
     problems += around.problems() if around else []
     out.append("")

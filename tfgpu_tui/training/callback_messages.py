@@ -12,13 +12,15 @@ EARLY_STOPPING = re.compile(
     r"^\s*Epoch \d+\s*:\s*early stopping\b|Restoring model weights from the end of the best epoch"
 )
 LR_CHANGE = re.compile(
-    rf"(?:ReduceLROnPlateau reducing|LearningRateScheduler setting) learning rate to (?:tf\.Tensor\()?({VALUE})",
+    r"(?:ReduceLROnPlateau reducing|LearningRateScheduler setting) learning rate to "
+    rf"(?:tf\.Tensor\()?({VALUE})",
     re.IGNORECASE,
 )
 CHECKPOINT_SAVED = re.compile(
     r"saving model to (?P<keras>.+?)\s*$"  # ModelCheckpoint, Keras 1 to 3
     r"|^\s*Saved checkpoint (?:for step \d+: |to )?(?P<manager>\S+)"  # tf.train.CheckpointManager examples
-    r"|Saving checkpoints? for \d+ into (?P<estimator>\S+?)\.?\s*$",  # Estimator / TPUEstimator (INFO:tensorflow:)
+    # Estimator / TPUEstimator (INFO:tensorflow:)
+    r"|Saving checkpoints? for \d+ into (?P<estimator>\S+?)\.?\s*$",
     re.IGNORECASE,
 )
 TERMINATED_ON_NAN = re.compile(r"^\s*Batch \d+: Invalid loss, terminating training")
@@ -48,9 +50,8 @@ def parse_callback_message(text: str) -> CallbackMessage | None:
         match = LR_CHANGE.search(text)
         if match:
             return CallbackMessage(MessageKind.LR_CHANGE, learning_rate=float(match.group(1)))
-    if "arly stopping" in text or "Restoring model weights" in text:
-        if EARLY_STOPPING.search(text):
-            return CallbackMessage(MessageKind.EARLY_STOPPING)
+    if ("arly stopping" in text or "Restoring model weights" in text) and EARLY_STOPPING.search(text):
+        return CallbackMessage(MessageKind.EARLY_STOPPING)
     if "aving" in text or "Saved checkpoint" in text:
         match = CHECKPOINT_SAVED.search(text)
         if match:

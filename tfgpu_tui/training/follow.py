@@ -163,8 +163,8 @@ class SegmentSplitter:
             self._pending = pending[:cut]
 
     def _feed_utf16(self, data: bytes) -> list[Segment]:
-        """`feed` for UTF-16: terminators are the code units ``\\r``/``\\n`` at even offsets of the buffer (which
-        always starts on a code unit)."""
+        """`feed` for UTF-16: terminators are the code units ``\\r``/``\\n`` at even offsets of the buffer
+        (which always starts on a code unit)."""
         buffer = self._pending + data if self._pending else data
         big_endian = self.encoding == "utf-16-be"
         crlf_tail = b"\x00\n" if big_endian else b"\n\x00"
@@ -274,7 +274,8 @@ class LogFollower:
         update.events.append(FileEvent.OPENED)
 
     def _detect_encoding(self) -> None:
-        """Read the byte-order mark (once the file has its first bytes); skip it when reading from the start."""
+        """Read the byte-order mark (once the file has its first bytes); skip it when reading from the
+        start."""
         assert self._handle is not None
         encoding, bom = detect_encoding(os.pread(self._handle, 4, 0))
         if encoding != self.encoding:

@@ -7,6 +7,7 @@ it stays cheap enough to run beside the follower.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from tfgpu_tui.training.checkpoints import (
     find_checkpoints,
 )
 from tfgpu_tui.training.log_sources import LogWriter, find_log_writer, refresh_writer, writer_for_pid
-from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.run import format_seconds
+from tfgpu_tui.training.problems import Problem, ProblemId
+from tfgpu_tui.training.records import AnnouncedCheckpoint, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 
 WRITER_REFRESH_SECONDS = 2.0
@@ -40,6 +41,7 @@ class OversightState:
     checkpoint_roots: tuple[Path, ...]
     checkpoint_warning: str
     scanned: bool  # checkpoints were looked for at least once
+    announced: AnnouncedCheckpoint | None = None  # the newest checkpoint the log itself announced
 
     def problems(self) -> list[Problem]:
         """The no-checkpoint warning as a problem (empty when none is due)."""
@@ -48,7 +50,7 @@ class OversightState:
         newest = self.newest_checkpoint
         where = f" Newest: {newest.path} ({format_seconds(newest.age_seconds())} old)." if newest else ""
         message = f"No recent checkpoint: {self.checkpoint_warning}.{where}"
-        return [Problem("NO_CHECKPOINT", Severity.WARNING, message, CHECKPOINT_FIX)]
+        return [Problem(ProblemId.NO_CHECKPOINT, Severity.WARNING, message, CHECKPOINT_FIX)]
 
     def checkpoints_dict(self) -> dict[str, object]:
         """JSON-ready: newest (path, modified, age_seconds, size_bytes) or null, count, roots, warning."""
@@ -65,6 +67,7 @@ class OversightState:
             "count": self.checkpoint_count,
             "roots": [str(root) for root in self.checkpoint_roots],
             "warning": self.checkpoint_warning,
+            "announced": None if self.announced is None else self.announced.as_dict(),
         }
 
 
@@ -136,11 +139,34 @@ class LogOversight:
             return False
         return self.writer is None or not self.writer.alive and watch.idle_seconds() < WRITER_SEARCH_SECONDS
 
+    def announced_checkpoint(self, watch: LogWatch, announced: AnnouncedCheckpoint) -> Checkpoint:
+        """A checkpoint the log announced: the file when it can be found (relative paths are the writer's),
+        else dated by the end of the epoch that announced it (or the log's last growth)."""
+        path = Path(announced.path).expanduser()
+        bases = [] if path.is_absolute() else [r for r in self.roots()]
+        for candidate in [path] if path.is_absolute() else [base / path for base in bases]:
+            try:
+                stat = os.stat(candidate)
+            except (OSError, ValueError):
+                continue
+            return Checkpoint(candidate, stat.st_mtime, stat.st_size)
+        when = watch.last_growth_wall
+        for record in reversed(watch.run.epochs):
+            if record.fit_run == announced.fit_run and record.epoch == announced.epoch:
+                when = record.ended_at or when
+                break
+        return Checkpoint(path, when, 0)
+
     def state(self, watch: LogWatch) -> OversightState:
         """The state now, without refreshing anything."""
         newest = self.checkpoints[0] if self.checkpoints else None
+        announced = watch.run.newest_checkpoint()
+        if announced is not None:
+            told = self.announced_checkpoint(watch, announced)
+            if newest is None or told.modified >= newest.modified:
+                newest = told
         warning = ""
-        if self.scanned and not watch.run.current.finished:
+        if (self.scanned or announced is not None) and not watch.run.current.finished:
             warning = checkpoint_status(
                 newest,
                 watch.epoch_end_times(),
@@ -148,4 +174,6 @@ class LogOversight:
                 watch.last_growth_wall,
                 self.policy,
             ).warning
-        return OversightState(self.writer, newest, len(self.checkpoints), self.roots(), warning, self.scanned)
+        return OversightState(
+            self.writer, newest, len(self.checkpoints), self.roots(), warning, self.scanned, announced
+        )

@@ -11,9 +11,13 @@ from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.diagnoses import Diagnosis
 
 KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
+# SLURM ends a job by signal and says so in its .out file: the time limit, the memory cgroup's OOM killer.
+SLURM_KILLED = re.compile(
+    r"^slurmstepd: error: (?:\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|Detected \d+ oom.kill event)"
+)
 TRACEBACK_START = "Traceback (most recent call last):"
-#: Python prints this before a traceback it swallowed (an error in ``__del__`` at interpreter exit, e.g. TF 1.x's
-#: ``BaseSession.__del__`` ... ``TypeError: 'NoneType' object is not callable``): noise, not the run's error.
+#: Python prints this before a traceback it swallowed (an error in ``__del__`` at interpreter exit, e.g.
+#: TF 1.x's ``BaseSession.__del__`` ... ``TypeError: 'NoneType' object is not callable``): noise.
 IGNORED_EXCEPTION = "Exception ignored in"
 TRACEBACK_CHAINS = (
     "During handling of the above exception",
@@ -100,9 +104,16 @@ def from_diagnosis(diagnosis: Diagnosis) -> Problem:
     )
 
 
+def killed_message(text: str) -> str:
+    """What a killed line means, in words."""
+    if SLURM_KILLED.search(text):
+        return f"SLURM ended the job: {text.split('error:', 1)[1].strip(' *')}"
+    return "The process was killed."
+
+
 def is_killed_line(text: str) -> bool:
     """``Killed`` from the shell (the OOM killer's SIGKILL as bash reports it)."""
-    return len(text) < 300 and KILLED.search(text) is not None
+    return len(text) < 300 and (KILLED.search(text) is not None or SLURM_KILLED.search(text) is not None)
 
 
 class TracebackTracker:

@@ -1,5 +1,5 @@
-"""Reading a parsed training log: problems, stall, ETA, runs, the JSON report. Shared by the live `TrainingRun`
-and its frozen `TrainingSnapshot` (the copy another thread reads)."""
+"""Reading a parsed training log: problems, stall, ETA, runs, the JSON report. Shared by the live
+`TrainingRun` and its frozen `TrainingSnapshot` (the copy another thread reads)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The immutable pieces of a parsed training log: epochs, evaluations, announced checkpoints, fit() runs and the
-current state. Frozen dataclasses with read-only metric mappings, so a snapshot can cross threads as is."""
+"""The immutable pieces of a parsed training log: epochs, evaluations, announced checkpoints, fit() runs and
+the current state. Frozen dataclasses with read-only metric mappings, so a snapshot crosses threads as is."""
 
 from __future__ import annotations
 

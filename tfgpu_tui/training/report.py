@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from tfgpu_tui.training.run import EpochRecord, TrainingRun, format_seconds
+from collections.abc import Mapping, Sequence
+
+from tfgpu_tui.training.readout import RunReadout
+from tfgpu_tui.training.records import EpochRecord, FinishReason, format_seconds
+
+LR_COLUMN = "lr→"  # the learning rate a callback set during the epoch
+FINISH_WORDS = {
+    FinishReason.COMPLETED: "finished",
+    FinishReason.EARLY_STOPPING: "finished (early stopping)",
+    FinishReason.TERMINATED_ON_NAN: "stopped by TerminateOnNaN",
+    FinishReason.EXCEPTION: "stopped by an exception",
+    FinishReason.KILLED: "killed",
+}
 
 
 def format_value(value: float | None) -> str:
@@ -14,7 +26,7 @@ def format_value(value: float | None) -> str:
     return f"{value:.4f}" if abs(value) > 1e-3 or value == 0 else f"{value:.4e}"
 
 
-def metric_names(epochs: list[EpochRecord]) -> list[str]:
+def metric_names(epochs: Sequence[EpochRecord]) -> list[str]:
     """Every metric name, in first-seen order, training metrics before the ``val_`` ones."""
     names: list[str] = []
     for epoch in epochs:
@@ -22,28 +34,57 @@ def metric_names(epochs: list[EpochRecord]) -> list[str]:
     return [n for n in names if not n.startswith("val_")] + [n for n in names if n.startswith("val_")]
 
 
-def epoch_row(epoch: EpochRecord, names: list[str], show_run: bool) -> list[str]:
-    """One table row: [fit run], epoch, duration, then the metrics in `names` order."""
+def has_lr_changes(epochs: Sequence[EpochRecord]) -> bool:
+    """Whether the epoch table needs the `LR_COLUMN`."""
+    return any(epoch.lr_change is not None for epoch in epochs)
+
+
+def epoch_row(epoch: EpochRecord, names: list[str], show_run: bool, show_lr: bool = False) -> list[str]:
+    """One table row: [fit run], epoch, duration, the metrics in `names` order, [the learning rate set]."""
     label = f"{epoch.epoch}/{epoch.total_epochs}" if epoch.total_epochs else str(epoch.epoch)
     cells = [str(epoch.fit_run)] if show_run else []
     cells += [label, format_seconds(epoch.seconds)]
-    return cells + [format_value(epoch.metrics.get(name)) for name in names]
+    cells += [format_value(epoch.metrics.get(name)) for name in names]
+    if show_lr:
+        cells.append("" if epoch.lr_change is None else f"{epoch.lr_change:.4g}")
+    return cells
 
 
-def status_parts(run: TrainingRun) -> list[tuple[str, str]]:
+def metrics_text(metrics: Mapping[str, float]) -> str:
+    """``loss 1.5500  accuracy 0.6100``."""
+    return "  ".join(f"{name} {format_value(value)}" for name, value in metrics.items())
+
+
+def evaluation_text(run: RunReadout) -> str:
+    """``evaluation (run 2): loss 1.5500  accuracy 0.6100``; "" when the last run has none."""
+    info = run.latest_info()
+    if info is None or info.evaluation is None:
+        return ""
+    which = f" (run {info.index})" if len(run.run_infos) > 1 else ""
+    return f"evaluation{which}: {metrics_text(info.evaluation.metrics)}"
+
+
+def status_parts(run: RunReadout) -> list[tuple[str, str]]:
     """The status line as (text, tone) pieces, tone "", "strong", "good" or "bad"; empty before progress."""
     cur = run.current
     if cur.epoch is None and cur.step is None:
         return []
-    parts = [
+    parts = [(f"run {run.fit_run}", "")] if run.fit_run > 1 else []
+    parts += [
         (f"Epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}", "strong"),
         (f"step {cur.step or 0}/{cur.total_steps or '?'}", ""),
     ]
     stopped = run.stopped_by()
+    reason = run.finish_reason()
     if stopped:
         parts.append((f"stopped ({stopped.message})", "bad"))
-    elif cur.finished:
-        parts.append(("finished", "good"))
+    elif cur.finished or reason is not None:
+        parts.append(
+            (
+                FINISH_WORDS.get(reason, "finished") if reason else "finished",
+                "good" if cur.finished else "bad",
+            )
+        )
     else:
         parts.append((f"epoch ETA {format_seconds(cur.eta_seconds)}", ""))
         total_eta = run.training_eta_seconds()
@@ -56,7 +97,7 @@ def status_parts(run: TrainingRun) -> list[tuple[str, str]]:
     return parts
 
 
-def status_text(run: TrainingRun) -> str:
+def status_text(run: RunReadout) -> str:
     """The status line and the latest metrics as one plain line."""
     parts = status_parts(run)
     if not parts:

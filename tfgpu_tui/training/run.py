@@ -66,7 +66,9 @@ AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line
 class TrainingRun(RunReadout):
     """Everything parsed from one log so far (owned by one thread; others read `snapshot()`)."""
 
-    def __init__(self, context: EpochStart | None = None) -> None:
+    def __init__(self, context: EpochStart | None = None, continues: bool = False) -> None:
+        """`context`: the epoch in progress where reading starts; `continues`: reading starts inside a fit()
+        run that began earlier in the file (so `absorb_history` joins the two)."""
         self.epochs: list[EpochRecord] = []
         self.current = LiveState()
         self.problems: dict[str, Problem] = {}
@@ -76,7 +78,7 @@ class TrainingRun(RunReadout):
         self.fit_run = 0
         self.run_infos: list[RunInfo] = []
         self.checkpoints: list[AnnouncedCheckpoint] = []
-        self.context_given = context is not None
+        self.context_given = context is not None or continues
         self.scanned_lines = 0  # set by a history scan
         self._tracebacks = known.TracebackTracker()
         self._curve_stride = 1
@@ -232,7 +234,7 @@ class TrainingRun(RunReadout):
                 self.problems[key] = replace(
                     problem,
                     severity=Severity.WARNING,
-                    message=f"{problem.message} (in fit() run {self.fit_run - 1}; run {self.fit_run} started after it)",
+                    message=f"{problem.message} (fit() run {self.fit_run - 1}; a new run followed)",
                 )
         self.current.finished = False
         self._pending_lr = None
@@ -353,7 +355,7 @@ class TrainingRun(RunReadout):
                 Problem(
                     ProblemId.KILLED,
                     Severity.CRITICAL,
-                    "The process was killed.",
+                    known.killed_message(text),
                     known.KILLED_FIX,
                     line_number,
                     text,

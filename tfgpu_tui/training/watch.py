@@ -26,8 +26,9 @@ HEADER_SEARCH_BYTES = 64 * 1024 * 1024
 LIVE_BYTES = 1024 * 1024  # of the unfinished last line, parsed update by update for the in-epoch curve
 
 
-def last_epoch_header(path: Path, end: int) -> EpochStart | None:
-    """The last ``Epoch k/N`` line before `end` (searched backwards over at most 64 MB)."""
+def last_epoch_header(path: Path, end: int) -> tuple[int, EpochStart] | None:
+    """Where the last ``Epoch k/N`` line before `end` starts, and the header (searched backwards over at most
+    64 MB); None when there is none."""
     if end <= 0:
         return None
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
@@ -38,7 +39,7 @@ def last_epoch_header(path: Path, end: int) -> EpochStart | None:
             if line_end > 0:
                 header = parse_epoch_header(view[found:line_end].decode("ascii", "replace"))
                 if header is not None:
-                    return header
+                    return view.rfind(b"\n", low, found) + 1 or low, header
             found = view.rfind(b"Epoch ", low, found)
     return None
 
@@ -109,8 +110,10 @@ class LogWatch:
         self._note_modification_time()
         self.encoding = file_encoding(self.path)
         start = self._tail_start()
-        context = last_epoch_header(self.path, start) if start else None
-        self.run = TrainingRun(context)
+        header = last_epoch_header(self.path, start) if start else None
+        if header is not None:  # the tail starts with the epoch in progress there, header included
+            start = header[0]
+        self.run = TrainingRun(continues=header is not None and header[1].epoch > 1)
         # UTF-16 (PowerShell) logs are read by the follower from their start: the byte scans assume UTF-8.
         live = live_start(self.path, start) if self.encoding == "utf-8" else 0
         if live > start:
