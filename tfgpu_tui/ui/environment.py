@@ -26,9 +26,11 @@ from tfgpu_tui.env.probe_runner import run_probe_with_retry
 from tfgpu_tui.env.recorded import demo_recording
 from tfgpu_tui.env.report_formats import save_markdown
 from tfgpu_tui.env.runner import fast_report, full_report
+from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_target, with_versions
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail
+from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 ALERT_SEVERITY = {Status.FAILURE: Severity.CRITICAL, Status.WARNING: Severity.WARNING}
@@ -84,6 +86,7 @@ class EnvironmentTab(DashboardTab):
         Binding("r", "rerun", "Re-run checks"),
         Binding("c", "copy_fix", "Copy fix"),
         Binding("s", "save_report", "Save report (.md)"),
+        Binding("p", "pick_python", "Pick Python"),
         Binding("enter", "open_link", "Open linked tab", show=False),
     ]
     DEFAULT_CSS = """
@@ -105,6 +108,7 @@ class EnvironmentTab(DashboardTab):
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
     probe = staticmethod(run_probe_with_retry)
+    resolve = staticmethod(resolve_target)  # which interpreter, when --python was not given (env/targets.py)
 
     def __init__(self, settings) -> None:  # noqa: ANN001 - Settings, as in DashboardTab
         super().__init__(settings)
@@ -115,6 +119,8 @@ class EnvironmentTab(DashboardTab):
         self._spin = 0
         self._save_dir: Path = Path.cwd()
         self._widths: tuple[int, int] = (0, 0)
+        self.target: Target | None = None  # the interpreter checked, and why
+        self._picked: str | None = None  # chosen with p
 
     def compose(self) -> ComposeResult:
         yield Static("The environment check starts when this tab is shown.", id="env-status")
@@ -153,12 +159,13 @@ class EnvironmentTab(DashboardTab):
             if self.settings.demo:
                 facts, probe = demo_recording()
             else:
-                facts = self.collect(self.settings.python)
+                python = self._resolve_target().python
+                facts = self.collect(python)
             self.post_message(EnvReportReady(fast_report(facts), generation))
             if generation != self.generation:
                 return  # re-run or closed meanwhile
             if not self.settings.demo:
-                probe = self.probe(self.settings.python, self.settings.env_check_timeout_seconds)
+                probe = self.probe(python, self.settings.env_check_timeout_seconds)
             self.post_message(EnvReportReady(full_report(facts, probe), generation))
         except Exception as error:  # noqa: BLE001 - a bug must show, not freeze the spinner
             failed = Finding(
@@ -238,12 +245,54 @@ class EnvironmentTab(DashboardTab):
             frame = SPINNER[self._spin % len(SPINNER)]
             elapsed = time.monotonic() - self.started_at
             step = "Collecting facts" if report is None else "Importing TensorFlow"
-            parts += [(frame, "$accent"), f" {step} with {self.settings.python}... {elapsed:.0f} s"]
+            parts += [(frame, "$accent"), f" {step} with {self._python_label()}... {elapsed:.0f} s"]
         else:
             counts = ", ".join(f"{count} {status}" for status, count in report.counts().items() if count)
             parts += [(report.worst.value.upper(), STATUS_STYLE[report.worst]), f"  {counts}  "]
-            parts.append((f"({self.settings.python})", "dim"))
+            parts.append((f"({self._python_label()}; p picks another)", "dim"))
         self.query_one("#env-status", Static).update(Content.assemble(*parts))
+
+    # --- the target interpreter (env/targets.py) -------------------------------------------------------
+
+    def _resolve_target(self) -> Target:
+        """The interpreter to check (worker thread): picked with p, else --python, else the best found."""
+        if self._picked:
+            known = self.target.candidates if self.target else ()
+            self.target = Target(self._picked, "picked with p", known)
+        else:
+            self.target = self.resolve(self.settings.python)
+        return self.target
+
+    def _python_label(self) -> str:
+        target = self.target
+        if target is None or self.settings.demo:
+            return self.settings.python
+        return f"{target.python} — {target.why}" if target.why != "--python" else target.python
+
+    def action_pick_python(self) -> None:
+        """List every interpreter found with its TensorFlow version; the one picked is checked at once."""
+        if self.settings.demo:
+            self.notify("The demo checks a recorded environment.", severity="warning")
+            return
+        self.notify("Looking for Python interpreters...", timeout=3)
+        self._find_candidates()
+
+    @work(thread=True, group="env-targets", exclusive=True, exit_on_error=False)
+    def _find_candidates(self) -> None:
+        candidates = with_versions(find_candidates())
+        if self.target is not None and self.target.python not in [c.python for c in candidates]:
+            candidates.append(Candidate(self.target.python, self.target.why))
+        self.app.call_from_thread(self._open_picker, candidates)
+
+    def _open_picker(self, candidates: list[Candidate]) -> None:
+        current = self.target.python if self.target else self.settings.python
+
+        def picked(python: str | None) -> None:
+            if python and python != current:
+                self._picked = python
+                self.action_rerun()
+
+        self.app.push_screen(TargetPicker(candidates, current), picked)
 
     def _tick(self) -> None:
         if self.generation and (self.report is None or not self.report.complete):

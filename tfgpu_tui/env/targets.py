@@ -1,0 +1,185 @@
+"""Which Python's TensorFlow to inspect when the user gave no ``--python``.
+
+Candidates, in order: the interpreter of each running TensorFlow process (the environment its TensorFlow was
+loaded from: ``/proc/PID/maps`` names the site-packages, ``/proc/PID/exe`` the binary), ``$VIRTUAL_ENV``,
+``$CONDA_PREFIX``, ``python3`` on PATH, and the dashboard's own. Each is asked for its TensorFlow version in a
+child process (no TensorFlow import: package metadata only). The first candidate that has TensorFlow is the
+target; TensorFlow missing from the dashboard's own interpreter is then no failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tfgpu_tui.own_children import argv_is_child, environ_is_child, marked
+
+PROC = "/proc"
+ASK_TIMEOUT_SECONDS = 10.0
+MAX_PROCESSES = 16  # running TensorFlow processes looked at (the first found)
+TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
+VERSION_SCRIPT = (
+    "import importlib.metadata as m, sys\n"
+    f"for name in {TF_DISTRIBUTIONS!r}:\n"
+    "    try:\n"
+    "        print(m.version(name)); break\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "else:\n"
+    "    print('-')\n"
+)
+SITE_PACKAGES = re.compile(rb"(/\S+?)/lib(?:64)?/python\d+\.\d+/(?:site|dist)-packages/tensorflow/")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An interpreter that may run the user's TensorFlow, and why it is on the list."""
+
+    python: str
+    source: str  # e.g. "running TensorFlow process PID 4242 (python train.py)", "$VIRTUAL_ENV"
+    tf_version: str | None = None  # None: no TensorFlow there (or it could not be asked: see ``error``)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The interpreter chosen, why, and every candidate found (for the picker)."""
+
+    python: str
+    why: str
+    candidates: tuple[Candidate, ...] = ()
+
+
+def _prefix_python(prefix: str) -> str | None:
+    for name in ("python3", "python"):
+        path = os.path.join(prefix, "bin", name)
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def process_interpreter(pid: int) -> str | None:
+    """The interpreter of a running TensorFlow process: the environment its TensorFlow was loaded from
+    (``<prefix>/bin/python3``), else ``/proc/PID/exe``."""
+    try:
+        with open(f"{PROC}/{pid}/maps", "rb") as handle:
+            match = SITE_PACKAGES.search(handle.read(64 << 20))
+    except OSError:
+        match = None
+    if match:
+        python = _prefix_python(match.group(1).decode(errors="replace"))
+        if python:
+            return python
+    try:
+        return os.readlink(f"{PROC}/{pid}/exe")
+    except OSError:
+        return None
+
+
+def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
+    """(PID, short command) of Python processes with TensorFlow loaded, tfgpu-tui's own children left out."""
+    from tfgpu_tui.gpu.processes import read_environ, tensorflow_loaded
+
+    own_pid = os.getpid() if own_pid is None else own_pid
+    found: list[tuple[int, str]] = []
+    try:
+        names = sorted((n for n in os.listdir(PROC) if n.isdigit()), key=int)
+    except OSError:
+        return found
+    for name in names:
+        pid = int(name)
+        if pid == own_pid:
+            continue
+        try:
+            comm = Path(f"{PROC}/{pid}/comm").read_bytes()
+            cmdline = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not comm.startswith(b"python") or argv_is_child(cmdline):
+            continue
+        if environ_is_child(read_environ(pid) or b"") or not tensorflow_loaded(pid):
+            continue
+        found.append((pid, " ".join(part for part in cmdline[:3] if part)))
+        if len(found) >= MAX_PROCESSES:
+            break
+    return found
+
+
+def find_candidates(
+    own_python: str = sys.executable, environ: Mapping[str, str] | None = None
+) -> list[Candidate]:
+    """Every candidate in the order of preference, each interpreter once (TensorFlow versions not asked)."""
+    env = os.environ if environ is None else environ
+    listed: list[Candidate] = []
+    for pid, command in tensorflow_processes():
+        python = process_interpreter(pid)
+        if python:
+            listed.append(Candidate(python, f"running TensorFlow process PID {pid} ({command})"))
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        python = _prefix_python(env[variable]) if env.get(variable) else None
+        if python:
+            listed.append(Candidate(python, f"${variable}"))
+    path_python = shutil.which("python3", path=env.get("PATH"))
+    if path_python:
+        listed.append(Candidate(path_python, "python3 on PATH"))
+    listed.append(Candidate(own_python, "this dashboard's own interpreter"))
+    unique: dict[tuple[str, str], Candidate] = {}
+    for candidate in listed:  # one per environment: same bin/ folder and same binary
+        path = os.path.abspath(candidate.python)
+        unique.setdefault((os.path.dirname(path), os.path.realpath(path)), candidate)
+    return list(unique.values())
+
+
+def ask_version(candidate: Candidate, timeout: float = ASK_TIMEOUT_SECONDS) -> Candidate:
+    """The candidate with its TensorFlow version (package metadata, in a child process marked as ours)."""
+    try:
+        done = subprocess.run(
+            [candidate.python, "-c", VERSION_SCRIPT],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=marked(os.environ),
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return replace(candidate, error=f"did not answer within {timeout:g} s")
+    except OSError as error:
+        return replace(candidate, error=f"could not be run: {error.strerror or error}")
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return replace(candidate, error="is not a working Python interpreter")
+    version = lines[-1].strip()
+    return replace(candidate, tf_version=None if version == "-" else version[:40])
+
+
+def with_versions(candidates: list[Candidate]) -> list[Candidate]:
+    """Every candidate asked for its TensorFlow version, in parallel."""
+    if not candidates:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(candidates))) as pool:
+        return list(pool.map(ask_version, candidates))
+
+
+def choose(candidates: list[Candidate]) -> Target:
+    """The first candidate that has TensorFlow; without any, the first that works, else the last."""
+    pool = tuple(candidates)
+    for candidate in pool:
+        if candidate.tf_version:
+            return Target(candidate.python, f"{candidate.source}: TensorFlow {candidate.tf_version}", pool)
+    working = [c for c in pool if not c.error] or list(pool)
+    first = working[0]
+    return Target(first.python, f"{first.source} (no candidate has TensorFlow)", pool)
+
+
+def resolve_target(python: str | None, own_python: str = sys.executable) -> Target:
+    """The target: ``python`` when the user chose one, else the best candidate found on this machine."""
+    if python and python != own_python:
+        return Target(python, "--python", ())
+    return choose(with_versions(find_candidates(own_python)))
