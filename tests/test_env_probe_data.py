@@ -149,7 +149,7 @@ def test_any_json_the_probe_might_print_gives_findings(changes: dict) -> None:
     for path, value in sorted(changes.items(), key=lambda item: len(item[0])):
         parent = raw
         for key in path[:-1]:
-            parent = parent[key] if isinstance(parent, (dict, list)) and _has(parent, key) else None
+            parent = parent[key] if _has(parent, key) else None
         if parent is not None and _has(parent, path[-1]):
             parent[path[-1]] = value
     facts, _ = load_recording(FIXTURES / "all_good.json")
@@ -158,8 +158,10 @@ def test_any_json_the_probe_might_print_gives_findings(changes: dict) -> None:
     assert all(finding.status is not Status.PENDING for finding in findings)
 
 
-def _has(parent: dict | list, key: object) -> bool:
-    return key in parent if isinstance(parent, dict) else isinstance(key, int) and key < len(parent)
+def _has(parent: object, key: object) -> bool:
+    if isinstance(parent, dict):
+        return key in parent
+    return isinstance(parent, list) and isinstance(key, int) and key < len(parent)
 
 
 def test_checks_are_in_the_order_they_registered_with() -> None:
