@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -35,12 +34,18 @@ def _key_label(key: str) -> str:
 
 
 class HelpScreen(ModalScreen[None]):
-    """A modal list of key bindings: the app's, then each tab's."""
+    """A modal list of key bindings: the app's, then each tab's; fills an 80x24 terminal, scrolls when
+    longer, its title line always in view."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 80; max-width: 95%; height: 85%; border: thick $accent;
-                                  background: $surface; padding: 1 2; }
+    HelpScreen > #help-box {
+        width: 100%; max-width: 84; height: 100%; max-height: 44;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    HelpScreen #help-title { height: 1; text-style: bold; }
+    HelpScreen #help-scroll { height: 1fr; }
+    HelpScreen .help-section { margin-top: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close help")]
 
@@ -49,15 +54,16 @@ class HelpScreen(ModalScreen[None]):
         self.sections = sections
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(Text("Key bindings  (esc closes)", style="bold"))
-            for title, bindings in self.sections:
-                table = Table(title=title, title_justify="left", show_header=False, expand=True, box=None)
-                table.add_column("key", style="bold cyan", width=18)
-                table.add_column("action")
-                for keys, description in binding_rows(bindings):
-                    table.add_row(keys, description)
-                yield Static(table, classes="help-section")
+        rows = [(title, binding_rows(bindings)) for title, bindings in self.sections]
+        width = max((len(keys) for _, section in rows for keys, _ in section), default=1) + 2
+        with Vertical(id="help-box"):
+            yield Static("Key bindings   (esc closes, arrows scroll)", id="help-title")
+            with VerticalScroll(id="help-scroll"):
+                for title, section in rows:
+                    lines: list[str | tuple[str, str]] = [(title, "bold $accent")]
+                    for keys, description in section:
+                        lines += ["\n  ", (keys.ljust(width), "bold $secondary"), description]
+                    yield Static(Content.assemble(*lines), classes="help-section")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
