@@ -79,7 +79,7 @@ def serve(tmp_path: Path, *arguments: str, env: dict[str, str] | None = None) ->
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"serve did not start:\n{log.read_text(errors='replace')}")
             time.sleep(0.05)
-        yield Served(process, match.group(1), port, match.group(2), cwd, log)
+        yield Served(process, f"http://127.0.0.1:{port}", port, match.group(2), cwd, log)
     finally:
         stop_process_group(process)
 

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -76,18 +77,32 @@ def stop_process_group(process: subprocess.Popen) -> None:
             process.wait(timeout=5)
 
 
-def wait_for_http(url: str, process: subprocess.Popen, timeout: float = 20.0) -> None:
+def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"tfgpu-tui serve exited early with code {process.returncode}")
         try:
-            with urllib.request.urlopen(url, timeout=1) as response:
+            with urllib.request.urlopen(request, timeout=1) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.1)
     pytest.fail(f"tfgpu-tui serve did not answer on {url} within {timeout:.0f} s")
+
+
+def wait_for_token_url(log: Path, process: subprocess.Popen, timeout: float = 20.0) -> str:
+    """The URL `serve` prints at start, with its access token (the browser trades it for a cookie)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        match = re.search(r"tfgpu-tui: open (http://\S+/\?token=\S+)", log.read_text(errors="replace"))
+        if match:
+            return match.group(1)
+        if process.poll() is not None:
+            pytest.fail(f"tfgpu-tui serve exited early with code {process.returncode}")
+        time.sleep(0.05)
+    pytest.fail(f"tfgpu-tui serve printed no URL within {timeout:.0f} s:\n{log.read_text(errors='replace')}")
 
 
 class DevTools:
@@ -227,7 +242,9 @@ def served_dashboard(tmp_path: Path) -> Iterator[ServedDashboard]:
             stderr=subprocess.STDOUT,
         )
     try:
-        wait_for_http(served.url, server)
+        page = served.url
+        served.url = wait_for_token_url(served.log, server)
+        wait_for_http(page, server, served.url.split("?token=", 1)[1])
         yield served
     finally:
         stop_process_group(server)

@@ -317,7 +317,8 @@ class DashboardServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         """Say where to point the browser (with the token, unless the user supplied it)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = socket.gethostname() if self.hosts.wildcard else self.host
+        host = f"[{host}]" if ":" in host else host
         base = (self._fixed_public_url or f"http://{host}:{self.port}").rstrip("/")
         if self.token.generated:
             print(f"tfgpu-tui: open {base}/?token={self.token.value}", flush=True)
