@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from waiting import wait_until
 
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.monitor import CSS_PATH, MonitorTab
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
 TRAINING, KERNEL, OTHER_USER, CPU_JOB = 41873, 39012, 40555, 42210  # PIDs of the demo scene
+
+
+class MonitorOnly(App[None]):
+    """The Monitor tab alone, with an injected GPU source; keys go to the process table, as in the app."""
+
+    CSS_PATH = CSS_PATH
+    AUTO_FOCUS = "ProcessTable"
+
+    def __init__(self, settings: Settings, source: object) -> None:
+        super().__init__()
+        self.settings = settings
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        yield MonitorTab(self.settings, self.source)  # type: ignore[arg-type]
 
 
 async def wait_for_table(pilot: Pilot, rows: int = 4) -> None:

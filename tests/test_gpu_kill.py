@@ -16,7 +16,7 @@ from tfgpu_tui.gpu.model import HostState, ProcessIdentity, ProcessRow
 from tfgpu_tui.gpu.processes import HostInspector
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
-from tfgpu_tui.gpu.source import GpuProcess, GpuReading
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome, SignalResult
 
 IGNORES_SIGTERM = (
     "import signal, sys, time\n"
@@ -73,6 +73,49 @@ def test_escalates_to_sigkill_when_sigterm_is_ignored(stubborn: subprocess.Popen
     outcome = kill.terminate_process(identity(stubborn), grace_seconds=0.3)
     assert outcome.result == "ended" and outcome.signals_sent == ("SIGTERM", "SIGKILL")
     assert stubborn.wait(timeout=5) == -signal.SIGKILL
+
+
+IGNORES_SIGINT_TOO = IGNORES_SIGTERM.replace("SIGTERM", "SIGINT")
+
+
+def test_sigint_first_then_sigkill_when_it_is_ignored(pidfd_mode: bool) -> None:
+    process = subprocess.Popen([sys.executable, "-c", IGNORES_SIGINT_TOO], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        progress: list[str] = []
+        outcome = kill.terminate_process(identity(process), 0.3, progress.append, first_signal=signal.SIGINT)
+        assert outcome.result is SignalResult.ENDED and outcome.signals_sent == ("SIGINT", "SIGKILL")
+        assert process.wait(timeout=5) == -signal.SIGKILL
+        assert "SIGINT" in progress[0] and "sending SIGKILL" in progress[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def test_sigint_ends_a_process_that_stops_on_ctrl_c(child: subprocess.Popen) -> None:
+    outcome = kill.terminate_process(identity(child), 5, first_signal=signal.SIGINT)
+    assert outcome.result is SignalResult.ENDED and outcome.signals_sent == ("SIGINT",)
+    assert child.wait(timeout=5) == -signal.SIGINT
+
+
+def test_sigkill_chosen_is_sent_alone_without_a_grace_period(stubborn: subprocess.Popen) -> None:
+    outcome = kill.terminate_process(identity(stubborn), grace_seconds=30, first_signal=signal.SIGKILL)
+    assert outcome.result is SignalResult.ENDED and outcome.signals_sent == ("SIGKILL",)
+    assert stubborn.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_only_the_offered_signals_start_a_kill(child: subprocess.Popen) -> None:
+    with pytest.raises(ValueError, match="SIGTERM, SIGKILL, SIGINT"):
+        kill.terminate_process(identity(child), 0.1, first_signal=signal.SIGUSR1)
+    assert child.poll() is None
+
+
+def test_outcomes_are_enums_and_a_misspelt_result_is_refused() -> None:
+    assert kill.KillOutcome(1, "freed", "ok").result is kill.KillResult.FREED
+    assert SignalOutcome("still_alive", "stuck").result is SignalResult.STILL_ALIVE
+    with pytest.raises(ValueError):
+        kill.KillOutcome(1, "fred", "typo")
 
 
 def test_recycled_pid_is_never_signalled(child: subprocess.Popen) -> None:
@@ -138,6 +181,13 @@ def test_sampler_kill_reports_freed_memory(stubborn: subprocess.Popen) -> None:
     outcome = sampler.kill(row)
     assert outcome.result == "freed" and outcome.freed_mib == 2048
     assert outcome.signals_sent == ("SIGTERM", "SIGKILL") and "2048 MiB freed on GPU 0" in outcome.message
+
+
+def test_sampler_kill_with_the_chosen_signal_reports_freed_memory(child: subprocess.Popen) -> None:
+    sampler = sampler_for(child)
+    outcome = sampler.kill(sampler.sample().processes[0], first_signal=signal.SIGINT)
+    assert outcome.result is kill.KillResult.FREED and outcome.signals_sent == ("SIGINT",)
+    assert "2048 MiB freed on GPU 0" in outcome.message and child.wait(timeout=5) == -signal.SIGINT
 
 
 def test_memory_still_listed_after_the_process_ended_is_reported(

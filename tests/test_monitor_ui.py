@@ -8,12 +8,12 @@ from monitor_helpers import (
     KERNEL,
     OTHER_USER,
     TRAINING,
+    MonitorOnly,
     record_notifications,
     select_pid,
     shown_pids,
     wait_for_table,
 )
-from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Button
 from waiting import wait_until
@@ -24,28 +24,12 @@ from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
-from tfgpu_tui.ui.monitor import CSS_PATH as MONITOR_CSS
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
-
-
-class MonitorOnly(App[None]):
-    """The Monitor tab alone, with an injected GPU source; keys go to the process table, as in the app."""
-
-    CSS_PATH = MONITOR_CSS
-    AUTO_FOCUS = "ProcessTable"
-
-    def __init__(self, settings: Settings, source: object) -> None:
-        super().__init__()
-        self.settings = settings
-        self.source = source
-
-    def compose(self) -> ComposeResult:
-        yield MonitorTab(self.settings, self.source)  # type: ignore[arg-type]
 
 
 async def test_cards_plots_table_and_header_show_the_simulation() -> None:

@@ -137,6 +137,7 @@ class MonitorTab(DashboardTab):
         Binding("s", "cycle_sort", "Sort by next"),
         Binding("r", "reverse_sort", "Reverse sort"),
         Binding("c", "toggle_compact", "Compact GPUs"),
+        Binding("a", "focus_alerts", "Alerts"),
         Binding("l", "open_log", "Open its log"),
         Binding("e", "explain", "Explain alert"),
     ]
@@ -424,6 +425,14 @@ class MonitorTab(DashboardTab):
         self._fit()
         if self.snapshot is not None:
             self._show_gpus(self.snapshot.devices, self._histories)
+
+    def action_focus_alerts(self) -> None:
+        """Move to the alerts list (its selected alert's text and fix show below it); escape comes back."""
+        panel = self.query_one(AlertsPanel)
+        if panel.ordered:
+            panel.focus()
+        else:
+            self.notify("No alerts.", severity="information")
 
     def action_cycle_sort(self) -> None:
         """Sort the process table by the next column (GPU memory, SM %, PID, running time)."""

@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.model import ProcessRow
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 _BADGE = {Severity.INFO: "INFO", Severity.WARNING: "WARN", Severity.CRITICAL: "CRIT"}
 # What each kind of alert is called in one line, where the alert itself gives no short title.
@@ -125,6 +126,7 @@ class AlertsPanel(Widget, can_focus=True):
     BINDINGS = [
         Binding("up", "select(-1)", "Previous alert", show=False),
         Binding("down", "select(1)", "Next alert", show=False),
+        Binding("escape", "leave", "Back to the processes", show=False),
     ]
 
     class Selected(Message):
@@ -176,6 +178,10 @@ class AlertsPanel(Widget, can_focus=True):
             self.cursor = cursor
             self.refresh()
             self.post_message(self.Selected(self.selected))
+
+    def action_leave(self) -> None:
+        """Give the focus back to the process table."""
+        self.screen.focus_next(ProcessTable)
 
     def on_focus(self) -> None:
         self.refresh()
