@@ -75,9 +75,10 @@ def prometheus_version() -> str | None:
 
 
 def start_prometheus(
-    tmp: Path, targets: list[str], started: list[subprocess.Popen], interval: str = "1s"
+    tmp: Path, targets: list[str], started: list[subprocess.Popen], interval: str = "1s", extra: str = ""
 ) -> str:
-    """A real Prometheus scraping `targets` (HOST:PORT) every `interval`; returns its base URL once ready."""
+    """A real Prometheus scraping `targets` (HOST:PORT) every `interval` (`extra`: more lines for the job);
+    returns its base URL once ready."""
     config = tmp / "prometheus.yml"
     config.write_text(
         "global:\n"
@@ -85,7 +86,7 @@ def start_prometheus(
         f"  scrape_timeout: {interval}\n"
         "scrape_configs:\n"
         "  - job_name: tfgpu\n"
-        f"    static_configs:\n      - targets: {json.dumps(targets)}\n"
+        f"    static_configs:\n      - targets: {json.dumps(targets)}\n" + extra
     )
     port = free_port()
     child = subprocess.Popen(
