@@ -132,10 +132,10 @@ class TrainingTab(DashboardTab):
         height: 1fr; padding: 0 1; border-top: solid $primary; text-wrap: nowrap; text-overflow: ellipsis;
     }
     TrainingTab.-narrow #training-bottom { layout: vertical; }
-    TrainingTab.-narrow #training-epochs { width: 1fr; height: 1fr; min-height: 4; }
-    TrainingTab.-narrow #training-side { width: 1fr; height: auto; max-height: 60%; }
+    TrainingTab.-narrow #training-epochs { width: 1fr; height: auto; min-height: 3; max-height: 50%; }
+    TrainingTab.-narrow #training-side { width: 1fr; height: 1fr; }
     TrainingTab.-narrow #training-problems-box { max-height: 100%; }
-    TrainingTab.-narrow #training-lines { height: 4; }
+    TrainingTab.-narrow #training-lines { min-height: 3; }
     TrainingTab.-short #training-lines { display: none; }
     TrainingTab.-short.-plots-on #training-plots { height: 1fr; }
     TrainingTab.-short.-plots-on #training-bottom { height: 1fr; min-height: 6; }
