@@ -21,12 +21,14 @@ def marked(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def argv_is_child(cmdline: Sequence[str]) -> bool:
-    """Whether a command line runs one of tfgpu-tui's child scripts (the script is the first argument)."""
-    return any(
-        part.replace(os.sep, "/").endswith(CHILD_SCRIPTS)
-        for part in list(cmdline)[1:3]
-        if part.endswith(".py")
-    )
+    """Whether a command line runs one of tfgpu-tui's child scripts (the interpreter's script argument)."""
+    for part in list(cmdline)[1:]:
+        if part.startswith("-"):  # interpreter options such as -u or -X; -c and -m run no script file
+            if part in ("-c", "-m"):
+                return False
+            continue
+        return part.replace(os.sep, "/").endswith(CHILD_SCRIPTS)
+    return False
 
 
 def environ_is_child(environ: bytes) -> bool:
