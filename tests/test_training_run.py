@@ -93,7 +93,7 @@ def test_several_fit_calls_and_a_single_epoch_fit_without_header():
     run = TrainingRun()
     run.feed_segments(
         _segments(
-            "10/10 - 1s - 5ms/step - loss: 0.5000\n"  # fit(epochs=1) prints no header
+            "10/10 - 1s - 5ms/step - loss: 0.5000 - val_loss: 0.6000\n"  # fit(epochs=1) prints no header
             "Epoch 1/2\n10/10 - 1s - 5ms/step - loss: 0.4000\n"
             "Epoch 2/2\n10/10 - 1s - 5ms/step - loss: 0.3000\n"
             "Epoch 1/2\n10/10 - 1s - 5ms/step - loss: 0.2000\n"
@@ -102,6 +102,11 @@ def test_several_fit_calls_and_a_single_epoch_fit_without_header():
     assert [(e.fit_run, e.epoch) for e in run.epochs] == [(1, 1), (2, 1), (2, 2), (3, 1)]
     assert [e.metrics["loss"] for e in run.latest_fit_epochs()] == [0.2]
     assert "FINISHED" not in run.problems  # the third fit is still running
+    before = TrainingRun()  # without validation values, a first headerless bar is an evaluate() before fit()
+    before.feed_segments(
+        _segments("10/10 - 1s - 5ms/step - loss: 0.5000\nEpoch 1/2\n10/10 - 1s - loss: 0.4000\n")
+    )
+    assert [(e.fit_run, e.epoch, e.metrics["loss"]) for e in before.epochs] == [(1, 1, 0.4)]
 
 
 def test_within_epoch_curve_and_live_partial_update(tmp_path):

@@ -165,6 +165,8 @@ class TrainingRun(RunReadout):
             history: the run parsed from the start of the file up to where this one began.
             line_offset: lines in that earlier part (our line numbers were counted from its end).
         """
+        if self.run_infos and not self.run_infos[0].headerless:
+            history._undo_lone_headerless_epoch()  # our first line was an `Epoch` header
         run_offset = max(history.fit_run - (1 if self.context_given else 0), 0)
         self.epochs[:] = [
             *history.epochs,
@@ -300,6 +302,7 @@ class TrainingRun(RunReadout):
         self._reclose_ok = False
 
     def _on_header(self, header: EpochStart) -> None:
+        self._undo_lone_headerless_epoch()
         cur = self.current
         previous = cur.epoch
         new_run = (
@@ -311,6 +314,22 @@ class TrainingRun(RunReadout):
             or self.finish_reason() is not None
         )
         self._start_epoch(header, new_run)
+
+    def _undo_lone_headerless_epoch(self) -> None:
+        """A first bar without `Epoch` header nor validation values, followed by a fit() with headers, was an
+        evaluate() before training, not a fit(epochs=1): it is no epoch."""
+        last = self.epochs[-1] if self.epochs else None
+        if (
+            last is None
+            or len(self.epochs) != 1
+            or not self.latest_info_headerless()
+            or any(name.startswith("val_") for name in last.metrics)
+        ):
+            return
+        self.epochs.pop()
+        self.run_infos.pop()
+        self.fit_run -= 1
+        self.problems.pop(ProblemId.FINISHED, None)
 
     def _on_text(self, text: str, line_number: int | None) -> None:
         header = parse_epoch_header(text)
@@ -483,6 +502,12 @@ class TrainingRun(RunReadout):
         if not progress.metrics:
             self._await("evaluation", progress)  # predict(), or evaluate() printing its values later
             return
+        if validating and last is not None and self._took_evaluation_for_epoch(last):
+            self.epochs.pop()  # an evaluate() bar (a callback's, inside the epoch) ended it: it was no epoch
+            self._set_info(evaluation=Evaluation(last.metrics, last.steps, last.seconds, last.line_number))
+            self._pending_lr = last.lr_change
+            self._close_epoch(*values)
+            return
         info = self.latest_info()
         repeat = (
             info is not None
@@ -499,6 +524,21 @@ class TrainingRun(RunReadout):
         self._set_info(
             evaluation=Evaluation(progress.metrics, progress.step, progress.elapsed_seconds, line_number)
         )
+
+    def _took_evaluation_for_epoch(self, last: EpochRecord) -> bool:
+        """Whether `last` closed the current epoch without validation values (no header came since): a
+        validating final update for the same epoch shows it was an evaluate() bar."""
+        return (
+            last.fit_run == self.fit_run
+            and last.epoch == self.current.epoch
+            and last.source == "progress"
+            and not self.latest_info_headerless()
+            and not any(name.startswith("val_") for name in last.metrics)
+        )
+
+    def latest_info_headerless(self) -> bool:
+        info = self.latest_info()
+        return info is not None and info.headerless
 
     def _await(self, kind: str, bar: Progress) -> None:
         self._awaiting, self._awaiting_left, self._awaiting_bar = kind, AWAIT_VALUES_LINES, bar
