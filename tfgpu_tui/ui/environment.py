@@ -92,8 +92,10 @@ class EnvironmentTab(DashboardTab):
     DEFAULT_CSS = """
     EnvironmentTab #env-status { height: auto; padding: 0 1; background: $boost; }
     EnvironmentTab #env-body { height: 1fr; }
-    EnvironmentTab #env-findings { width: 3fr; height: 1fr; }
-    EnvironmentTab FindingDetail { width: 2fr; height: 1fr; border-left: solid $primary-darken-2; }
+    EnvironmentTab #env-findings { width: 4fr; height: 1fr; }
+    EnvironmentTab FindingDetail {
+        width: 5fr; height: 1fr; border-left: solid $primary-darken-2; scrollbar-size-vertical: 1;
+    }
     EnvironmentTab.-narrow #env-body { layout: vertical; }
     EnvironmentTab.-narrow #env-findings { width: 1fr; height: 1fr; min-height: 5; }
     EnvironmentTab.-narrow FindingDetail {
