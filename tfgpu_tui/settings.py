@@ -96,7 +96,7 @@ class Settings:
         if not INTERVAL.contains(self.interval):
             raise ValueError(f"interval must be {INTERVAL.describe()} s, got {self.interval}")
 
-    # Old names of two settings (issue 16: "probe" named two different things), kept for callers not yet renamed.
+    # Old names of two settings ("probe" named two different things), for callers not yet renamed.
     @property
     def probe_timeout_seconds(self) -> float:
         return self.env_check_timeout_seconds

@@ -17,6 +17,7 @@ from typing import Any
 from tfgpu_tui.env.children import run_child
 from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.text_clean import clean_text
 
 PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
 STDERR_LIMIT_CHARS = 200_000
@@ -59,9 +60,10 @@ class ProbeOutcome:
 
 
 def _text(raw: bytes | str | None) -> str:
+    """The child's output as text, escape sequences and control characters removed (text_clean.py)."""
     if raw is None:
         return ""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = clean_text(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
     if len(text) <= STDERR_LIMIT_CHARS:
         return text
     half = STDERR_LIMIT_CHARS // 2  # the head holds the library loading, the tail the latest errors

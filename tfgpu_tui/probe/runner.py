@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from tfgpu_tui.bounded_output import communicate_bounded
 from tfgpu_tui.own_children import marked
 from tfgpu_tui.probe import worker
 from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
@@ -22,6 +23,7 @@ from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
 from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.text_clean import clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)
 POLL_SECONDS = 0.1
@@ -80,7 +82,6 @@ class TrialRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL,
-                text=True,
                 env=child_environment(self.request.device),
                 start_new_session=True,
             )
@@ -92,29 +93,31 @@ class TrialRunner:
             kill_group(process)  # Ctrl+C or a dying parent must not leave a child holding memory
             raise
 
-    def _wait(self, process: subprocess.Popen[str], batch_size: int) -> Trial:
-        """Wait for the child, killing it on timeout, cancellation or host memory running out."""
+    def _wait(self, process: subprocess.Popen[bytes], batch_size: int) -> Trial:
+        """Wait for the child (keeping the last 64 KB of its output), killing it on timeout, cancellation
+        or host memory running out."""
         deadline = time.monotonic() + self.request.trial_timeout_seconds
-        stopped: Trial | None = None
-        while True:
-            try:
-                stdout, stderr = process.communicate(timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                if self.cancelled:
-                    stopped = Trial(batch_size, "error", message="cancelled")
-                elif time.monotonic() > deadline:
-                    stopped = timeout_trial(batch_size, self.request.trial_timeout_seconds)
-                elif host_memory_nearly_gone():
-                    stopped = Trial(batch_size, OOM, message="stopped: host memory nearly exhausted")
-                if stopped is not None:
-                    kill_group(process)
-                    process.communicate()
-                    return stopped
-        report = parse_report(stdout)
+        stopped: list[Trial] = []
+
+        def should_stop() -> bool:
+            if self.cancelled:
+                stopped.append(Trial(batch_size, "error", message="cancelled"))
+            elif time.monotonic() > deadline:
+                stopped.append(timeout_trial(batch_size, self.request.trial_timeout_seconds))
+            elif host_memory_nearly_gone():
+                stopped.append(Trial(batch_size, OOM, message="stopped: host memory nearly exhausted"))
+            if stopped:
+                kill_group(process)
+            return bool(stopped)
+
+        stdout, stderr, _, _ = communicate_bounded(process, poll=POLL_SECONDS, should_stop=should_stop)
+        process.wait()
+        if stopped:
+            return stopped[0]
+        report = parse_report(clean_text(stdout.decode("utf-8", "replace")))
         if report is not None:
             return trial_from_report(batch_size, report, self.request.budget_mb)
-        return trial_from_exit(batch_size, process.returncode, stderr)
+        return trial_from_exit(batch_size, process.returncode, clean_text(stderr.decode("utf-8", "replace")))
 
 
 def parse_report(stdout: str) -> dict[str, object] | None:
@@ -126,7 +129,7 @@ def parse_report(stdout: str) -> dict[str, object] | None:
     return None
 
 
-def kill_group(process: subprocess.Popen[str]) -> None:
+def kill_group(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the child and anything it started (it leads its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)

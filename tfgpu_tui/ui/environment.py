@@ -6,6 +6,7 @@ child process with the target interpreter (a spinner meanwhile); results arrive 
 
 from __future__ import annotations
 
+import io
 import tempfile
 import time
 from pathlib import Path
@@ -18,13 +19,14 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from tfgpu_tui.access import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.probe_runner import run_probe_with_retry
 from tfgpu_tui.env.recorded import demo_recording
-from tfgpu_tui.env.report_formats import save_markdown
+from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.runner import fast_report, full_report
 from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_target, with_versions
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
@@ -332,6 +334,15 @@ class EnvironmentTab(DashboardTab):
             self.notify("No report yet.", severity="warning")
             return
         partial = "" if self.report.complete else " (TensorFlow checks still running)"
+        if not policy_from_settings(self.settings).allow_writes:  # least privilege: nothing written here
+            if self.app.is_web:  # the browser downloads it; the server keeps nothing
+                name = f"{REPORT_FILE_PREFIX}-{time.strftime('%Y%m%d-%H%M%S')}.md"
+                markdown = io.StringIO(report_markdown(self.report))
+                self.app.deliver_text(markdown, save_filename=name, mime_type="text/markdown")
+                self.notify(f"Report sent to your browser as {name}{partial}", title="Report")
+            else:
+                self.notify(WRITES_REFUSED, severity="warning")
+            return
         for directory in (self._save_dir, Path(tempfile.gettempdir())):
             try:
                 path = save_markdown(self.report, directory)
