@@ -32,10 +32,8 @@ from tfgpu_tui.training.log_sources import OutputKind, process_output
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
-from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
-from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
-from tfgpu_tui.ui.widgets.history_plot import GpuHistory, HistoryPlot, relative_series
+from tfgpu_tui.ui.widgets.history_series import GpuHistory, relative_series
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import (
     SORT_KEYS,
@@ -340,6 +338,10 @@ class MonitorTab(DashboardTab):
         if self.compact:
             self.query_one(GpuCompactList).show(devices)
             return
+        # Cards and plots (plotext) load when first shown: the compact view and the first frame need neither.
+        from tfgpu_tui.ui.widgets.gpu_card import GpuCard
+        from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
+
         container = self.query_one("#gpu-rows", VerticalScroll)
         cards = {card.index: card for card in container.query(GpuCard)}
         if sorted(cards) != [device.index for device in devices]:
@@ -520,6 +522,8 @@ class MonitorTab(DashboardTab):
             )
             self._set_kill_status(Text(f"Not killed: {refusal}"), "warning")
             return
+
+        from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill  # loaded when first needed
 
         def confirmed(first_signal: signal.Signals | None) -> None:
             if first_signal is not None:

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-Series = tuple[list[float], list[float]]
-# Line colours; the GPU card colours its "Util" and "Mem" labels the same, so it doubles as the legend.
-UTILIZATION_COLOR = "cyan"
-MEMORY_COLOR = "magenta"
+from tfgpu_tui.ui.widgets.history_series import (
+    MEMORY_COLOR,
+    UTILIZATION_COLOR,
+    GpuHistory,
+    Series,
+    relative_series,
+)
 
-
-@dataclass(frozen=True)
-class GpuHistory:
-    """One GPU's plotted series, x in seconds relative to now (negative = in the past)."""
-
-    index: int
-    utilization: Series
-    memory_percent: Series
-
-
-def relative_series(series: tuple[list[float], list[float]], now: float) -> Series:
-    """Turn (timestamps, percentages) into (seconds before `now`, percentages clamped to 0-100); plotext
-    fails on points outside the axis limits."""
-    times, values = series
-    return [t - now for t in times], [min(100.0, max(0.0, value)) for value in values]
-
+__all__ = ["MEMORY_COLOR", "UTILIZATION_COLOR", "GpuHistory", "HistoryPlot", "Series", "relative_series"]
 
 def _minute_ticks(window_seconds: float) -> tuple[list[float], list[str]]:
     minutes = max(1, int(window_seconds // 60))
