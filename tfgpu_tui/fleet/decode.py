@@ -101,7 +101,9 @@ class HostSeries:
         """The Monitor's Snapshot of this host (processes beyond the top N are one "other" row per GPU)."""
         devices = [_device_sample(index, fields) for index, fields in sorted(self.devices.items())]
         processes = [_process_row(entry) for entry in self.processes.values()]
-        processes.sort(key=lambda r: (r.gpu_index is None, r.gpu_index or 0, -(r.gpu_memory_mib or 0.0)))
+        processes.sort(
+            key=lambda r: (r.gpu_index is None, r.gpu_index or 0, r.pid == 0, -(r.gpu_memory_mib or 0.0))
+        )  # each GPU's "other" bucket after its named processes
         host = None
         if names.HOST_CPU in self.host:
             host = HostStats(

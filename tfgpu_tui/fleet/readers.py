@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import itertools
 import json
 import time
 import urllib.error
@@ -64,7 +65,7 @@ def parse_time(text: str) -> float | None:
     text = text.replace("Z", "+00:00")
     head, dot, rest = text.partition(".")
     if dot:
-        digits = "".join(c for c in rest if c.isdigit())
+        digits = "".join(itertools.takewhile(str.isdigit, rest))
         zone = rest[len(digits) :]
         text = f"{head}.{digits[:6]}{zone}"
     try:

@@ -34,7 +34,7 @@ def is_loopback(host: str) -> bool:
 class MetricsServer(ThreadingHTTPServer):
     """Serves one exporter's registry; `web` adds TLS and basic auth."""
 
-    daemon_threads = True
+    daemon_threads = False  # server_close() lets scrapes in flight finish (each is one request)
 
     def __init__(self, address: tuple[str, int], exporter: Exporter, web: WebConfig | None = None) -> None:
         self.exporter = exporter

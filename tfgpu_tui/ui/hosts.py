@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, TabbedContent
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
@@ -120,9 +120,14 @@ class HostsTab(DashboardTab):
         table = self.query_one(DataTable)
         for column in COLUMNS:
             table.add_column(column, key=column)
-        if self.is_on_screen:
-            table.focus()
+        self.call_after_refresh(self._focus_if_shown)
         self._read_loop()
+
+    def _focus_if_shown(self) -> None:
+        """Built on first show (after the app tried to focus it): take the focus if the tab is active."""
+        tabs = self.app.query(TabbedContent)
+        if tabs and tabs.first().active == self.TAB_ID:
+            self.focus_default()
 
     def on_unmount(self) -> None:
         self._stop.set()

@@ -1,0 +1,94 @@
+"""The Hosts tab on exporters scraped directly (--remote): rows with the right numbers, hosts that go down and
+come back, the read-only host screen; and no Hosts tab (key 5 inert) without a fleet source."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from fleet_helpers import free_port, stop
+from textual.widgets import DataTable, TabbedContent
+from waiting import wait_until
+
+from tfgpu_tui.fleet.readers import DirectReader
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.host_detail import HostDetailScreen
+from tfgpu_tui.ui.hosts import HostsTab
+from tfgpu_tui.ui.widgets.gpu_card import GpuCard
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+
+def demo_exporter(port: int, name: str) -> subprocess.Popen:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tfgpu_tui", "export", "--demo", "--port", str(port), "--hostname", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdout is not None and "serving" in child.stdout.readline()
+    return child
+
+
+def row(tab: HostsTab, key: str) -> list[str]:
+    return [str(cell) for cell in tab._cells[key]]
+
+
+async def test_hosts_come_and_go_and_open_read_only() -> None:
+    ports = [free_port(), free_port()]
+    keys = [f"127.0.0.1:{port}" for port in ports]
+    never = f"127.0.0.1:{free_port()}"
+    children = [demo_exporter(ports[0], "gpu-a"), demo_exporter(ports[1], "gpu-b")]
+    try:
+        settings = Settings(demo=True, remote_hosts=(*keys, never), fleet_refresh_seconds=0.3)
+        app = TfgpuApp(settings)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await pilot.press("5")
+            tab = app.query_one(HostsTab)
+            await wait_until(pilot, lambda: len(tab._cells) == 3 and row(tab, keys[1])[1] == "up", timeout=15)
+            a = row(tab, keys[0])
+            assert a[0] == f"gpu-a ({keys[0]})" and a[1] == "up" and a[2] == "2× A100-SXM4-80GB"
+            assert a[3].endswith(")") and " % (max " in a[3] and a[4].endswith("/160.0 GiB")
+            assert row(tab, never)[1].startswith("DOWN: ") and row(tab, never)[7] == "never"
+            # the numbers are the exporter's own: compare with one direct read
+            reader = DirectReader([keys[0]])
+            (direct,) = reader.read().hosts
+            reader.close()
+            assert [d.memory_total_mib for d in direct.snapshot.devices] == [81920.0, 81920.0]
+
+            stop(children[1])
+            await wait_until(pilot, lambda: row(tab, keys[1])[1].startswith("DOWN: "), timeout=10)
+            assert re.search("refused|reset", row(tab, keys[1])[1])
+            assert row(tab, keys[1])[0] == f"gpu-b ({keys[1]})"  # still named, with its last known GPUs
+            assert row(tab, keys[1])[2] == "2× A100-SXM4-80GB"
+            children[1] = demo_exporter(ports[1], "gpu-b")
+            await wait_until(pilot, lambda: row(tab, keys[1])[1] == "up", timeout=10)
+
+            table = app.query_one(DataTable)
+            table.move_cursor(row=table.get_row_index(keys[0]))
+            await wait_until(pilot, lambda: app.focused is table)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))
+            screen = app.screen
+            await wait_until(pilot, lambda: len(screen.query(GpuCard)) == 2)
+            await wait_until(pilot, lambda: screen.query_one(ProcessTable).rows_shown)
+            shown = screen.query_one(ProcessTable).rows_shown
+            assert all(r.process.gpu_index in (0, 1, None) for r in shown)
+            assert not any(
+                b.action == "kill" for b in screen.active_bindings.values() if hasattr(b, "action")
+            )
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, HostDetailScreen))
+    finally:
+        for child in children:
+            stop(child)
+
+
+async def test_no_hosts_tab_without_a_fleet_source() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        assert not app.query(HostsTab)
+        assert app.query_one(TabbedContent).active == "monitor"
