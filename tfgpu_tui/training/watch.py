@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.training.follow import (
     TAIL_BYTES,
     FileEvent,
@@ -79,6 +80,8 @@ def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
 
 def file_encoding(path: Path) -> str:
     """The encoding its byte-order mark announces (UTF-8 when none, or when the file is missing)."""
+    if special_file_refusal(path) is not None:  # never open a FIFO or a device (the follower refuses it)
+        return "utf-8"
     try:
         with path.open("rb") as handle:
             return detect_encoding(handle.read(4))[0]
