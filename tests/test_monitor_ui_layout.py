@@ -119,6 +119,8 @@ async def test_alerts_are_one_line_each_and_the_selected_one_shows_its_text_and_
         assert selected is not None and selected.kind == "stale_vram"
         shown = " ".join(str(detail.render()).split())
         assert detail.display and detail.region.area > 0 and app.screen.region.contains_region(detail.region)
+        table = app.query_one(ProcessTable)
+        assert len(table.visible_rows) >= 5 and app.screen.region.contains_region(table.region)
         assert " ".join(selected.message.split()) in shown and "Fix:" in shown
         assert " ".join(selected.fix.split())[:40] in shown
         await pilot.press("escape")  # back to the table, which gets its room back

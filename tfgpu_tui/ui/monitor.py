@@ -61,6 +61,7 @@ CARD_LINES = 6  # a GPU card with its history plot
 TABLE_MIN_LINES = 6  # the process table's header and five rows
 FULL_TABLE_LINES = 10  # the full cards are chosen only when they leave the table at least this much
 MAX_ALERT_LINES = 5
+DETAIL_MIN_LINES = 4  # the selected alert's text and fix, at the least
 
 
 class SnapshotReady(Message):
@@ -324,10 +325,16 @@ class MonitorTab(DashboardTab):
             self._plots_shown.set()
             self._plots_wanted.set()
         room = height - fixed - gpu_lines - TABLE_MIN_LINES
-        if panel.has_focus:  # reading the alerts: the selected one's text and fix take the table's room
-            room = max(room, height // 2)
-        panel.styles.max_height = max(1, min(alerts, MAX_ALERT_LINES, room))
-        self.query_one("#alert-detail").set_class(panel.has_focus and alerts > 0, "-shown")
+        alert_lines = max(1, min(alerts, MAX_ALERT_LINES, room))
+        panel.styles.max_height = alert_lines
+        detail = self.query_one("#alert-detail")
+        reading = panel.has_focus and alerts > 0  # the selected alert's text and fix show under the list
+        detail_room = room - alert_lines
+        # Too short to show it beside the GPUs and five table rows: the GPUs make way while it is read.
+        hide_gpus = reading and detail_room < DETAIL_MIN_LINES
+        self.set_class(hide_gpus, "-reading")
+        detail.styles.max_height = max(DETAIL_MIN_LINES, detail_room + (gpu_lines if hide_gpus else 0))
+        detail.set_class(reading, "-shown")
 
     def on_sampler_failed(self, message: SamplerFailed) -> None:
         self._set_kill_status(Text(f"Monitor error: {message.error}"), "error")
