@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tfgpu_tui import __version__
-from tfgpu_tui.commands import COMMAND_MODULES
+from tfgpu_tui.commands import COMMAND_MODULES, commands_needed
 from tfgpu_tui.config_file import apply_config, load_config
 from tfgpu_tui.settings import INTERVAL, Range, Settings
 
@@ -24,6 +25,21 @@ def number_in(bounds: Range, unit: str = "") -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"not a number{unit and ' of ' + unit}: {text!r}") from None
         if not bounds.contains(value):
             raise argparse.ArgumentTypeError(f"must be {bounds.describe()}{unit and ' ' + unit} (got {text})")
+        return value
+
+    return parse
+
+
+def finite_number(unit: str = "") -> Callable[[str], float]:
+    """An argparse type: any finite number (nan and inf refused; the caller checks the range)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"not a finite number{unit and ' of ' + unit}: {text!r}")
         return value
 
     return parse
@@ -103,8 +119,9 @@ def add_fleet_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, subcommands included."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: with `argv`, only the subcommand it names is registered (each command module is
+    imported only when used); without, every subcommand."""
     parser = argparse.ArgumentParser(
         prog="tfgpu-tui",
         description="Terminal dashboard for training TensorFlow on an NVIDIA GPU. "
@@ -135,8 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_python_option(parser)
     add_fleet_options(parser)
     add_access_options(parser)
+    names = COMMAND_MODULES if argv is None else commands_needed(parser, argv)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in names:
         importlib.import_module(f"tfgpu_tui.commands.{name}").register(subparsers)
     return parser
 
@@ -187,8 +205,8 @@ def run_app(settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the dashboard or a subcommand; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         if args.command is None:
             return run_app(settings_from_args(args))

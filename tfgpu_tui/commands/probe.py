@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.cli import add_python_option, number_in, settings_from_args, whole_in
+from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
@@ -22,7 +22,7 @@ from tfgpu_tui.probe.request import (
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.runner import run_probe
 from tfgpu_tui.probe.trial import Trial
-from tfgpu_tui.settings import BUDGET_MB, TIMEOUT_SECONDS, Range
+from tfgpu_tui.settings import TIMEOUT_SECONDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,21 +43,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, metavar="D", help="CPU or GPU:N (default GPU:0, else CPU)")
     parser.add_argument(
         "--budget-mb",
-        type=number_in(BUDGET_MB, "MB"),
+        type=finite_number("MB"),
         default=None,
         metavar="N",
         help="memory budget (default: what the device has free)",
     )
     parser.add_argument(
         "--steps",
-        type=whole_in(Range(1, 100_000)),
+        type=int,
         default=DEFAULT_STEPS,
         metavar="N",
         help=f"training steps per trial (default {DEFAULT_STEPS})",
     )
     parser.add_argument(
         "--max-batch",
-        type=whole_in(Range(1, 1 << 24)),
+        type=int,
         default=DEFAULT_MAX_BATCH,
         metavar="N",
         help=f"largest batch size to try (default {DEFAULT_MAX_BATCH})",
