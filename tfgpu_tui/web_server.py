@@ -200,7 +200,9 @@ class DashboardServer(Server):
 
     # ----- checks -----
     def _token_matches(self, presented: str | None) -> bool:
-        return bool(presented) and hmac.compare_digest(presented.encode(), self.token.value.encode())
+        if not presented:
+            return False
+        return hmac.compare_digest(presented.encode(), self.token.value.encode())
 
     def authorized(self, request: web.Request) -> bool:
         """A valid cookie, `Authorization: token T` / `Bearer T`, or `?token=T`."""
@@ -269,7 +271,7 @@ class DashboardServer(Server):
                 self.command,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
-                close=websocket.close,
+                close=websocket.close,  # type: ignore[arg-type]  # returns a bool, which is ignored
                 download_manager=self.download_manager,
                 debug=self.debug,
             )
