@@ -154,7 +154,8 @@ def test_one_shot_gpus_json_names_the_notebook_and_flags_it_stale(
     assert row["jupyter"]["notebook_path"] == NOTEBOOK and row["jupyter"]["execution_state"] == "idle"
     stale = [a for a in data["alerts"] if a["kind"] == "stale_vram"]
     assert stale and NOTEBOOK in stale[0]["message"] and "18.0 GiB" in stale[0]["message"]
-    assert "press k" in stale[0]["fix"] and data["alerts"][0]["kind"] == "stale_vram"
+    assert "press k" in stale[0]["fix"]
+    assert data["alerts"][0]["kind"] in ("stale_vram", "cpu_fallback")  # (another job on the CPU, maybe)
     assert data["sampled_seconds"] < 1.5  # nothing needed the confirmation window
 
 
@@ -162,7 +163,9 @@ async def test_first_frame_names_the_notebook_and_the_stale_alert(
     jupyter: dict, scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.alerts import ACTION_KINDS
     from tfgpu_tui.ui.header import StatusHeader
+    from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
     from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter["runtime"]))
@@ -177,8 +180,12 @@ async def test_first_frame_names_the_notebook_and_the_stale_alert(
         assert first.pid == jupyter["pid"] and first.jupyter is not None
         assert first.jupyter.notebook_path == NOTEBOOK
         header = app.query_one(StatusHeader)
-        await wait_until(pilot, lambda: header.alert is not None, timeout=5)
-        assert header.alert.kind == "stale_vram" and NOTEBOOK in header.alert.message
+        panel = app.query_one(AlertsPanel)
+        await wait_until(pilot, lambda: header.alert is not None and panel.alerts, timeout=5)
+        ours = [a for a in panel.alerts if a.subject == f"PID {jupyter['pid']}"]
+        assert [a.kind for a in ours] == ["stale_vram"] and NOTEBOOK in ours[0].message
+        # the header shows an action (ours, unless another TensorFlow job on this machine runs on the CPU)
+        assert header.alert.kind in ACTION_KINDS
 
 
 def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
@@ -252,7 +259,9 @@ def test_kernel_without_a_server_is_named_and_flagged_after_the_threshold(
         time.sleep(1.3)
         later = sampler.sample()
         stale = [a for a in later.alerts if a.kind == "stale_vram"]
-        assert stale and kernel_id in stale[0].message and later.alerts[0] is stale[0]
+        assert stale and kernel_id in stale[0].message
+        first_action = next(a for a in later.alerts if a.kind in ("stale_vram", "memory_full", "gpu_lost"))
+        assert first_action is stale[0]
         assert next(r for r in later.processes if r.pid == kernel.pid).idle_seconds >= 1.2
     finally:
         sampler.close()

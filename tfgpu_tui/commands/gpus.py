@@ -177,11 +177,13 @@ def needs_confirming(snapshot: Snapshot) -> bool:
 
 
 def _take_confirmed(sampler: Sampler, window: float) -> tuple[Snapshot, float]:
-    """One-shot: two samples a CPU window apart, then more over `window` only while a reading needs
-    confirming. Returns the snapshot and the seconds spent sampling."""
+    """One-shot: two samples a CPU window apart, then more until `window` after the first only while a
+    reading needs confirming. Returns the snapshot and the seconds spent sampling."""
     started = time.monotonic()
-    snapshot = _take(sampler, True)
-    deadline = started + window
+    sampler.sample()
+    deadline = time.monotonic() + window  # the rules' clock started with that sample
+    _wait(CPU_WINDOW_SECONDS)
+    snapshot = sampler.sample()
     while needs_confirming(snapshot) and time.monotonic() < deadline:
         _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
         snapshot = sampler.sample()

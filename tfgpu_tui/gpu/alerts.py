@@ -57,6 +57,7 @@ ProcessKey = tuple[int, "float | None", "int | None"]
 # A TensorFlow process without GPU memory is flagged once it has stayed so this long (at most
 # fallback_seconds): a training job imports TensorFlow a moment before it creates its GPU context.
 CPU_FALLBACK_GRACE_SECONDS = 2.0
+CPU_FALLBACK_SETTLED_SECONDS = 10.0  # a process this old that has TensorFlow but no GPU memory: no grace
 KILL_HINT = "select its row in the Monitor and press k"
 IDLE_KERNEL_STATES = ("idle", "starting", "dead")
 MEMORY_FULL_FIX = (
@@ -192,7 +193,8 @@ class AlertRules:
                 continue
             key = _key(row)
             live.add(key)
-            if now - self._cpu_since.setdefault(key, now) < grace:
+            settled = (row.running_seconds or 0.0) >= CPU_FALLBACK_SETTLED_SECONDS
+            if now - self._cpu_since.setdefault(key, now - grace if settled else now) < grace:
                 continue
             others = row.uid is not None and self.own_uid is not None and row.uid != self.own_uid
             if row.gpus_hidden:

@@ -174,8 +174,10 @@ class HostInspector:
         self._jupyter = JupyterResolver(background=background)
         self._other_namespace = in_other_pid_namespace()
         self._self_pid = os.getpid()
-        self._cpu_scan: Periodic[list[int]] = Periodic(
-            self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, [], background
+        # the first scan runs inline (the first frame lists TensorFlow on the CPU), then per `background`
+        self._cpu_first: list[int] | None = None
+        self._cpu_scan: Periodic[list[int] | None] = Periodic(
+            self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, None, background
         )
         # pid -> (start ticks, TensorFlow loaded, checked at, recheck after)
         self._scan_known: dict[int, tuple[int, bool | None, float, float]] = {}
@@ -282,7 +284,7 @@ class HostInspector:
     def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
         """Host details for each GPU process; rows that cannot be resolved stay, with a marker."""
         rows = [self._row(p.pid, p.gpu_index, p.memory_mib, p.sm_percent) for p in processes]
-        self._forget_except({p.pid for p in processes} | set(self._cpu_scan.get()))
+        self._forget_except({p.pid for p in processes} | set(self._cpu_pids()))
         return rows
 
     def _drop(self, pid: int) -> None:
@@ -320,10 +322,18 @@ class HostInspector:
         self._scan_known = seen
         return found
 
+    def _cpu_pids(self) -> list[int]:
+        """The latest scan's TensorFlow PIDs; the very first scan is made inline."""
+        if self._cpu_first is None:
+            self._cpu_first = self._scan_cpu_tensorflow()
+            return self._cpu_first
+        latest = self._cpu_scan.get()
+        return self._cpu_first if latest is None else latest
+
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
         """TensorFlow processes holding no GPU memory (not in ``exclude``), from the last background scan."""
         rows = []
-        for pid in self._cpu_scan.get():
+        for pid in self._cpu_pids():
             if pid in exclude:
                 continue
             row = self._row(pid, None, None, None)
