@@ -63,15 +63,18 @@ def whole_in(bounds: Range) -> Callable[[str], int]:
 interval_seconds = number_in(INTERVAL, "seconds")
 
 
-def add_access_options(parser: argparse.ArgumentParser, default: object = None) -> None:
-    """The least-privilege switches (access.py), for the dashboard and for `serve`."""
-    parser.add_argument(
-        "--least-privilege",
-        action="store_true",
-        default=default if default is not None else False,
-        help="what a web session gets: no signals, logs only under --log-root, built-in models only, "
-        "nothing written",
-    )
+def add_access_options(
+    parser: argparse.ArgumentParser, default: object = None, least_privilege_switch: bool = True
+) -> None:
+    """The least-privilege switches (access.py), for the dashboard and `serve` (always least privilege)."""
+    if least_privilege_switch:
+        parser.add_argument(
+            "--least-privilege",
+            action="store_true",
+            default=default if default is not None else False,
+            help="what a web session gets: no signals, logs only under --log-root, built-in models only, "
+            "nothing written",
+        )
     parser.add_argument(
         "--allow-kill",
         action="store_true",

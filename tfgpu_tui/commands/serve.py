@@ -178,7 +178,7 @@ def _add_dashboard_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--python", metavar="PATH", default=quiet, help="Python interpreter whose TensorFlow to use"
     )
-    add_access_options(parser, default=quiet)
+    add_access_options(parser, default=quiet, least_privilege_switch=False)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
