@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
+from typing import NamedTuple
 
 from tfgpu_tui.training.keras_progress import is_bad_number
 
@@ -41,13 +42,13 @@ class FinishReason(str, Enum):
         return self in (FinishReason.COMPLETED, FinishReason.EARLY_STOPPING)
 
 
-@dataclass(frozen=True)
-class EpochRecord:
-    """One finished epoch.
+class EpochRecord(NamedTuple):
+    """One finished epoch (a named tuple: immutable, and cheap to make for every epoch of a 1 GB log).
 
     Attributes:
         epoch: its number as printed (1-based); total_epochs: N of ``Epoch k/N`` (None if not printed).
-        metrics: every metric printed at its end (``loss``, ``val_loss``, ...), read-only.
+        metrics: every metric printed at its end (``loss``, ``val_loss``, ...); the parser stores a
+            read-only mapping (`frozen_metrics`). Change a record with ``record._replace(...)``.
         seconds: its duration where printed; step_seconds: time per step where printed.
         steps: steps in the epoch; fit_run: which ``fit()`` call in the file (1-based).
         line_number: the line it ended on; source: ``progress`` or ``json`` (exact, from JsonLinesLogger).
@@ -68,10 +69,6 @@ class EpochRecord:
     source: str = "progress"
     ended_at: float | None = None
     lr_change: float | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.metrics, MappingProxyType):
-            object.__setattr__(self, "metrics", frozen_metrics(self.metrics))
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready; nan/inf become the strings "nan", "inf", "-inf"."""
@@ -204,7 +201,7 @@ class LiveState(_Rates):
     total_steps: int | None = None
     eta_seconds: float | None = None
     step_seconds: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)  # replaced, never changed in place
     batch_size: int | None = None
     finished: bool = False
 

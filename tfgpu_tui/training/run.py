@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -60,6 +61,7 @@ MAX_CURVE_POINTS = 2000
 MAX_VIEW_LINES = 1000
 MAX_VIEW_LINE_CHARS = 4000
 MAX_CHECKPOINTS = 100
+INFINITIES = (math.inf, -math.inf)
 AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line that carries them
 
 
@@ -171,7 +173,7 @@ class TrainingRun(RunReadout):
         self.epochs[:] = [
             *history.epochs,
             *(
-                replace(r, fit_run=r.fit_run + run_offset, line_number=_shift(r.line_number, line_offset))
+                r._replace(fit_run=r.fit_run + run_offset, line_number=_shift(r.line_number, line_offset))
                 for r in self.epochs
             ),
         ]
@@ -302,16 +304,18 @@ class TrainingRun(RunReadout):
         self._reclose_ok = False
 
     def _on_header(self, header: EpochStart) -> None:
-        self._undo_lone_headerless_epoch()
+        if len(self.epochs) == 1:
+            self._undo_lone_headerless_epoch()
         cur = self.current
         previous = cur.epoch
         new_run = (
             self.fit_run == 0
             or header.epoch == 1
-            or (previous is not None and header.epoch <= previous and not self._epoch_open)
-            or (previous is not None and header.epoch < previous)
-            or (cur.total_epochs is not None and header.total_epochs != cur.total_epochs)
-            or self.finish_reason() is not None
+            or previous is None
+            or header.epoch < previous
+            or (header.epoch == previous and not self._epoch_open)
+            or header.total_epochs != cur.total_epochs
+            or self.run_infos[-1].finish_reason is not None
         )
         self._start_epoch(header, new_run)
 
@@ -412,7 +416,7 @@ class TrainingRun(RunReadout):
         if self._epoch_open or last is None or last.fit_run != self.fit_run:
             self._pending_lr = rate
         else:
-            self.epochs[-1] = replace(last, lr_change=rate)
+            self.epochs[-1] = last._replace(lr_change=rate)
 
     def _raise(self, problem: Problem) -> None:
         existing = self.problems.get(problem.id)
@@ -443,7 +447,7 @@ class TrainingRun(RunReadout):
             cur.step_seconds = progress.step_seconds
         cur.eta_seconds = progress.eta_seconds
         if progress.metrics:
-            cur.metrics = dict(progress.metrics)
+            cur.metrics = progress.metrics  # a fresh dict per update, never changed afterwards
         loss = progress.metrics.get("loss")
         if committed and loss is not None:
             self._check_loss(loss, progress.step, line_number)
@@ -464,7 +468,6 @@ class TrainingRun(RunReadout):
 
     def _on_final(self, progress: Progress, line_number: int | None) -> None:
         """A bar's last update: the open epoch's end, a headerless fit(epochs=1), or an evaluation."""
-        validating = any(name.startswith("val_") for name in progress.metrics)
         values = (
             progress.metrics,
             progress.elapsed_seconds,
@@ -472,6 +475,14 @@ class TrainingRun(RunReadout):
             progress.step,
             line_number,
         )
+        if self._epoch_open and not self._json_closed:
+            known_total = self._epoch_total_steps
+            if known_total is None or progress.total_steps == known_total or has_validation(progress.metrics):
+                self._close_epoch(*values)
+                if not progress.metrics:
+                    self._await("epoch", progress)
+                return
+        validating = has_validation(progress.metrics)
         if self._json_closed:
             self._json_closed = False
             return  # the exact JsonLinesLogger record of this epoch came first
@@ -487,12 +498,7 @@ class TrainingRun(RunReadout):
             self._close_epoch(*values)  # Keras 3 without \r (Windows): N/N twice, the second one final
             return
         if self._epoch_open:
-            known_total = self._epoch_total_steps
-            if validating or known_total is None or progress.total_steps == known_total:
-                self._close_epoch(*values)
-                if not progress.metrics:
-                    self._await("epoch", progress)
-            elif progress.metrics:  # evaluate() called by a callback inside the epoch
+            if progress.metrics:  # evaluate() called by a callback inside the epoch
                 self._set_info(
                     evaluation=Evaluation(
                         progress.metrics, progress.step, progress.elapsed_seconds, line_number
@@ -554,7 +560,7 @@ class TrainingRun(RunReadout):
         self._awaiting = None
         if kind == "epoch" and self.epochs:
             last = self.epochs[-1]
-            self.epochs[-1] = replace(last, metrics={**last.metrics, **values.metrics})
+            self.epochs[-1] = last._replace(metrics=MappingProxyType({**last.metrics, **values.metrics}))
             self.current.metrics = dict(self.epochs[-1].metrics)
             if self.current.finished:
                 self._mark_finished()
@@ -592,12 +598,12 @@ class TrainingRun(RunReadout):
                 return  # the exact record came first
             self.epochs.pop()
         loss = metrics.get("loss")
-        if loss is not None:
+        if loss is not None and (loss != loss or loss in INFINITIES):
             self._check_loss(loss, steps, line_number)
         record = EpochRecord(
             epoch,
             cur.total_epochs,
-            metrics,
+            MappingProxyType(metrics) if type(metrics) is dict else metrics,  # ours alone: no copy needed
             seconds,
             step_seconds,
             steps,
@@ -614,13 +620,13 @@ class TrainingRun(RunReadout):
         self._epoch_open = False
         cur = self.current
         cur.epoch = record.epoch
-        cur.metrics = dict(record.metrics)
+        cur.metrics = record.metrics
         if record.steps is not None:
             cur.step = cur.total_steps = record.steps
         cur.eta_seconds = 0.0
         if record.total_epochs is not None and record.epoch >= record.total_epochs:
             self._end_run(FinishReason.COMPLETED)
-        elif self.finish_reason() is FinishReason.EARLY_STOPPING:
+        elif self.run_infos and self.run_infos[-1].finish_reason is FinishReason.EARLY_STOPPING:
             self._mark_finished()  # Keras 1 printed "early stopping" before the last epoch's line
 
     def _on_json(self, record: JsonRecord, line_number: int | None) -> None:
@@ -661,7 +667,7 @@ class TrainingRun(RunReadout):
                 EpochRecord(
                     epoch,
                     data.get("epochs"),
-                    _numbers(data.get("logs")),
+                    MappingProxyType(_numbers(data.get("logs"))),
                     data.get("seconds"),
                     data.get("step_seconds"),
                     data.get("steps"),
@@ -673,6 +679,11 @@ class TrainingRun(RunReadout):
             )
             self._pending_lr = None
             self._json_closed = True
+
+
+def has_validation(metrics: Mapping[str, float]) -> bool:
+    """Whether the metrics hold validation values (``val_...``): an evaluate() bar never does."""
+    return any(name.startswith("val_") for name in metrics)
 
 
 def _numbers(logs: object) -> dict[str, float]:

@@ -7,7 +7,6 @@ import mmap
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from tfgpu_tui.access import special_file_refusal
@@ -74,7 +73,7 @@ def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
             continue
         if anchor is None:
             continue
-        epochs[index] = replace(record, ended_at=anchor)
+        epochs[index] = record._replace(ended_at=anchor)
         anchor = anchor - record.seconds if record.seconds is not None else None
 
 
@@ -173,7 +172,7 @@ class LogWatch:
         epochs = self.run.epochs
         for index in range(max(known - 1, 0), len(epochs)):
             if epochs[index].ended_at is None:
-                epochs[index] = replace(epochs[index], ended_at=self.last_growth_wall)  # its line's arrival
+                epochs[index] = epochs[index]._replace(ended_at=self.last_growth_wall)  # its line's arrival
         return bool(update.bytes_read or update.events)
 
     def backfill_step(self) -> bool:
