@@ -10,6 +10,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rich.cells import cell_len
+from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -189,6 +191,61 @@ def _line_text(cells: Cells, widths: list[int], command_offset: int) -> Text:
     return text
 
 
+class _SegmentCache:
+    """Rendered segments of the styled (Text) cells. Those come from caches, so the same object recurs every
+    refresh; each is kept (which also keeps its id from being reused) until the cache is full."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._by_id: dict[tuple[int, int], tuple[Text, list[Segment]]] = {}
+
+    def get(self, text: Text, offset: int, console: Console) -> list[Segment]:
+        key = (id(text), offset)
+        found = self._by_id.get(key)
+        if found is not None and found[0] is text:
+            return found[1]
+        if len(self._by_id) >= self.LIMIT:
+            self._by_id.clear()
+        part = text[offset:] if offset else text
+        segments = list(part.render(console))  # the spans' styles; the base style goes under them
+        if part.style:
+            segments = list(Segment.apply_style(segments, console.get_style(part.style)))
+        self._by_id[key] = (text, segments)
+        return segments
+
+    def clear(self) -> None:
+        self._by_id.clear()
+
+
+def _line_segments(
+    cells: Cells, widths: list[int], command_offset: int, styled: _SegmentCache, console: Console
+) -> list[Segment]:
+    """One table line as segments, like `_line_text` but without Rich's text layout: the runs of plain
+    cells become one segment, the styled cells reuse their rendered segments."""
+    segments: list[Segment] = []
+    plain: list[str] = []
+    for column, width in enumerate(widths):
+        cell = cells[column]
+        if cell.__class__ is str:
+            pad = " " * (width - cell_len(cell))  # type: ignore[arg-type]
+            plain.append(f"{pad}{cell} " if column in _RIGHT_ALIGNED else f"{cell}{pad} ")
+            continue
+        if plain:
+            segments.append(Segment("".join(plain)))
+            plain = []
+        segments.extend(styled.get(cell, 0, console))  # type: ignore[arg-type]
+        segments.append(Segment(" " * (width - cell.cell_len + 1)))  # type: ignore[union-attr]
+    command = cells[_COMMAND]
+    if command.__class__ is str:
+        plain.append(command[command_offset:])  # type: ignore[index]
+    if plain:
+        segments.append(Segment("".join(plain)))
+    if command.__class__ is not str:
+        segments.extend(styled.get(command, command_offset, console))  # type: ignore[arg-type]
+    return segments
+
+
 class ProcessTable(ScrollView, can_focus=True):
     """The process table: a header line and one line per process, drawn from a cache of rendered lines so that
     a refresh repaints only the rows in view that changed, and an unchanged refresh costs nothing."""
@@ -234,6 +291,7 @@ class ProcessTable(ScrollView, can_focus=True):
         self.sort_mark: tuple[str, bool] | None = None  # (column key, descending) marked in the header
         self._lines: dict[int, tuple[tuple[object, ...], Strip]] = {}  # row index -> (looks, rendered line)
         self._header: tuple[tuple[object, ...], Strip] | None = None
+        self._styled = _SegmentCache()
 
     # --- public API ---------------------------------------------------------------------------------------
 
@@ -351,6 +409,7 @@ class ProcessTable(ScrollView, can_focus=True):
         _command_text.cache_clear()
         _user_text.cache_clear()
         _tf_mark.cache_clear()
+        self._styled.clear()
         self._lines.clear()
         self._header = None
         self.refresh()
@@ -411,7 +470,8 @@ class ProcessTable(ScrollView, can_focus=True):
         else:
             name = "process-table--odd-row" if index % 2 else ""
         base = self.rich_style + self.get_component_rich_style(name) if name else self.rich_style
-        line = self._strip(_line_text(cells, self._widths, self.command_offset), width, base)
+        segments = _line_segments(cells, self._widths, self.command_offset, self._styled, self.app.console)
+        line = Strip(segments).crop_extend(0, width, None).apply_style(base)
         self._lines[index] = (looks, line)
         return line
 
