@@ -113,7 +113,7 @@ class BatchProbeTab(DashboardTab):
     BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
     BatchProbeTab #probe-status.problem { color: $error; }
     BatchProbeTab #probe-body { height: 1fr; min-height: 8; }
-    BatchProbeTab #probe-trials { width: 1fr; min-width: 50; }
+    BatchProbeTab #probe-trials { width: 1fr; height: 1fr; min-width: 50; }
     BatchProbeTab #probe-plot { width: 1fr; }
     BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
     BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }

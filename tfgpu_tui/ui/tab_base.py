@@ -27,6 +27,9 @@ class DashboardTab(Vertical):
         super().__init__(id=f"{self.TAB_ID}-tab")
         self.settings = settings
 
+    def on_mount(self) -> None:
+        self.apply_size_classes()  # before the first layout, so it is already the right one
+
     def on_resize(self, event: events.Resize) -> None:
         """Keep the ``-narrow`` and ``-short`` classes in step with the terminal's size."""
         self.apply_size_classes()

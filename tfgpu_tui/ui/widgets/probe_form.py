@@ -31,7 +31,7 @@ class ProbeForm(Container):
 
     DEFAULT_CSS = """
     ProbeForm {
-        layout: grid; grid-size: 3; grid-columns: auto; grid-rows: auto; grid-gutter: 0 2;
+        layout: grid; grid-size: 1; grid-columns: auto; grid-rows: auto; grid-gutter: 0 2;
         height: auto; padding: 0 1;
     }
     ProbeForm .form-group { width: auto; height: 1; }
@@ -72,10 +72,12 @@ class ProbeForm(Container):
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self.fit_columns)
 
-    def fit_columns(self) -> None:
-        """As many groups per row as the width allows."""
+    def fit_columns(self, tries: int = 5) -> None:
+        """As many groups per row as the width allows (one a row until the groups have been measured)."""
         widths = [group.outer_size.width for group in self.query(".form-group")]
         if not all(widths):
+            if tries:
+                self.call_after_refresh(self.fit_columns, tries - 1)
             return
         count = columns_that_fit(widths, self.content_region.width)
         if self.styles.grid_size_columns != count:

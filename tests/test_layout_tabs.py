@@ -1,0 +1,186 @@
+"""Every tab usable from 80x24 to 200x60 (issue 11): the Environment, Training and Batch probe tabs, the help
+screen and the command palette, through the pilot on the demo source. "Visible" means the whole widget is on
+the screen and not clipped by a scrolling parent."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.command import CommandPalette
+from textual.geometry import Region
+from textual.widget import Widget
+from textual.widgets import Button, DataTable, Input, Static
+from waiting import wait_until
+
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.batch_probe import BatchProbeTab
+from tfgpu_tui.ui.environment import MIN_FOUND_CHARS, EnvironmentTab
+from tfgpu_tui.ui.help_screen import HelpScreen
+from tfgpu_tui.ui.training import TrainingTab
+from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
+from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
+
+SIZES = [(80, 24), (100, 30), (120, 40), (200, 60)]
+TRAINING_FIXTURES = Path(__file__).parent / "fixtures" / "training"
+FORM_CONTROLS = (
+    "#probe-model",
+    "#probe-device",
+    "#probe-budget",
+    "#probe-steps",
+    "#probe-max-batch",
+    "#probe-mixed",
+    "#probe-compare",
+    "#probe-start",
+    "#probe-cancel",
+)
+
+
+def visible(widget: Widget) -> bool:
+    """Whether all of `widget` is drawn: a non-empty region inside the screen, not clipped by a parent."""
+    region = widget.region
+    screen = widget.screen
+    if region.area == 0 or not screen.region.contains_region(region):
+        return False
+    return screen.find_widget(widget).visible_region == region
+
+
+def lines_of(widget: Widget, height: int) -> list[str]:
+    """The first `height` lines the widget draws, as plain text."""
+    width = widget.content_region.width
+    return [strip.text for strip in widget.render_lines(Region(0, 0, width, height))]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_environment_tab_fits(size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True, python="python3"), initial_tab="environment")
+    async with app.run_test(size=size) as pilot:
+        tab = app.query_one(EnvironmentTab)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=20)
+        tab.reveal("cuda_libraries")
+        await pilot.pause(0.2)
+        table = app.query_one("#env-findings", DataTable)
+        detail = app.query_one(FindingDetail)
+        assert visible(app.query_one("#env-status")) and visible(table) and visible(detail)
+        assert table.region.height >= 5, "the list shows at least 4 findings"
+        assert table.max_scroll_x == 0, "no sideways scrolling (and no stray scrollbar) in the list"
+        check, found = (column.width for column in list(table.columns.values())[1:])
+        assert found >= MIN_FOUND_CHARS and check >= 12
+        stacked = size[0] < EnvironmentTab.NARROW_BELOW
+        assert (detail.region.y >= table.region.bottom) == stacked
+        assert (detail.region.x >= table.region.right) == (not stacked)
+        # The selected finding's fix: whole, on its own line, on screen without scrolling.
+        fix = tab.selected_finding().fix
+        assert tab.selected_finding().id == "cuda_libraries" and fix
+        fix_widget = app.query_one("#env-fix", Static)
+        assert visible(fix_widget) and fix_widget.region.width >= len(fix)
+        assert lines_of(fix_widget, 1)[0].strip() == fix
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_training_tab_fits(size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="training")
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(EpochTable)
+        await wait_until(pilot, lambda: table.row_count >= 3, timeout=20)
+        await pilot.pause(0.3)
+        for selector in ("#training-status", "#training-context", "#training-problems-box"):
+            assert visible(app.query_one(selector)), selector
+        assert visible(table) and table.region.height >= 4
+        assert table.shown_columns[:4] == ["epoch", "loss", "val_loss", "time"]
+        assert table.max_scroll_x == 0, "the columns that do not fit are left out, not cut"
+        plots = [app.query_one(EpochLossPlot), app.query_one(StepLossPlot)]
+        if size[1] < TrainingTab.SHORT_BELOW:
+            assert not any(plot.display and plot.region.area for plot in plots)
+            await pilot.press("g")  # shown on request
+            await pilot.pause(0.3)
+        assert all(visible(plot) and plot.region.height >= 6 for plot in plots)
+        assert visible(table), "the epoch table stays on screen with the plots"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_training_problem_fix_shows_without_scrolling(tmp_path: Path, size: tuple[int, int]) -> None:
+    log = tmp_path / "train.log"
+    shutil.copy(TRAINING_FIXTURES / "keras3_nan_killed.log", log)
+    app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="training")
+    async with app.run_test(size=size) as pilot:
+        problems = app.query_one("#training-problems", Static)
+        await wait_until(pilot, lambda: "NAN_LOSS" in str(problems.render()), timeout=20)
+        await pilot.pause(0.3)
+        box = app.query_one("#training-problems-box")
+        assert visible(box) and box.scroll_y == 0
+        shown = "\n".join(lines_of(problems, box.content_region.height))
+        assert "NAN_LOSS" in shown and "clipnorm" in shown, shown
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_batch_probe_tab_fits(size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=size) as pilot:
+        controls = [app.query_one(selector) for selector in FORM_CONTROLS]
+        await wait_until(pilot, lambda: all(visible(control) for control in controls))  # the form settles
+        start = app.query_one("#probe-start", Button)
+        assert app.screen.get_widget_at(*start.region.center)[0] is start
+        for selector in ("#probe-status", "#probe-trials", "#probe-plot", "#probe-summary"):
+            widget = app.query_one(selector)
+            assert visible(widget) and widget.region.height >= 1, selector
+        table, plot = app.query_one("#probe-trials"), app.query_one("#probe-plot")
+        assert table.region.height >= 4 and plot.region.height >= 6
+        stacked = size[0] < BatchProbeTab.NARROW_BELOW
+        assert (plot.region.y >= table.region.bottom) == stacked
+
+
+@pytest.mark.parametrize("size", [(80, 24), (80, 16)], ids=["80x24", "80x16"])
+async def test_batch_probe_controls_reachable_by_tab_and_scrolled_into_view(size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        app.query_one("#probe-model", Input).focus()
+        await pilot.pause()
+        reached = []
+        for _ in range(len(FORM_CONTROLS) + 2):
+            focused = app.focused
+            assert focused is not None
+            if focused.id in {selector[1:] for selector in FORM_CONTROLS}:
+                reached.append(focused.id)
+                await pilot.pause(0.1)  # the scroll into view is animated for a frame or two
+                assert visible(focused), focused.id
+            await pilot.press("tab")
+        # Every enabled control, in reading order (Cancel is disabled until a probe runs).
+        assert reached[: len(FORM_CONTROLS) - 1] == [selector[1:] for selector in FORM_CONTROLS[:-1]]
+
+
+async def test_help_screen_fits_80x24() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause(0.2)
+        box = app.screen.query_one("#help-box")
+        assert visible(box) and box.region == app.screen.region
+        title = app.screen.query_one("#help-title", Static)
+        assert visible(title) and "esc closes" in str(title.render())
+        scroll = app.screen.query_one("#help-scroll")
+        assert visible(scroll) and scroll.max_scroll_y > 0  # longer than the screen: it scrolls
+        scroll.scroll_end(animate=False)
+        await pilot.pause(0.2)
+        assert visible(title)
+
+
+async def test_command_palette_fits_80x24() -> None:
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        for char in "Copy":
+            await pilot.press(char)
+        await pilot.pause(0.5)
+        palette = app.screen
+        search = palette.query_one(Input)
+        assert visible(search)
+        options = palette.query_one("CommandList")
+        assert visible(options) and options.option_count >= 2
+        assert options.region.bottom <= 24
