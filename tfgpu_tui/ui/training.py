@@ -29,7 +29,7 @@ from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.report import format_value, status_parts
+from tfgpu_tui.training.report import evaluation_text, format_value, status_parts
 from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
@@ -335,6 +335,9 @@ class TrainingTab(DashboardTab):
                 text.append(gap if index else "")
                 text.append(f"{name} ", "dim")
                 text.append(format_value(value), "bold red" if value != value else "bold")
+        if evaluation := evaluation_text(run):  # evaluate() after fit(): its own result, not an epoch
+            text.append(gap if narrow else "\n")
+            text.append(evaluation, "cyan")
         self.query_one("#training-status", Static).update(text)
 
     def _draw_context(self, oversight: OversightState) -> None:
@@ -360,6 +363,9 @@ class TrainingTab(DashboardTab):
         else:
             text.append(str(newest.path), "bold")
             text.append(f"  {format_seconds(newest.age_seconds())} old", "")
+            told = oversight.announced
+            if told is not None and newest.path.name == told.path.rsplit("/", 1)[-1]:
+                text.append(f"  announced in the log at epoch {told.epoch or '?'}", "dim")
             if oversight.checkpoint_count > 1:
                 text.append(f"  ({oversight.checkpoint_count} found)", "dim")
         if oversight.checkpoint_warning:

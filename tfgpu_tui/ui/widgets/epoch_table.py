@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual import events
 from textual.widgets import DataTable
 
-from tfgpu_tui.training.report import epoch_row, metric_names
+from tfgpu_tui.training.report import LR_COLUMN, epoch_row, has_lr_changes, metric_names
 from tfgpu_tui.training.run import EpochRecord
 
 MAX_TABLE_ROWS = 2000
@@ -70,13 +70,14 @@ class EpochTable(DataTable):
         """Every epoch's cells by column name, and each column's width; only new epochs are formatted."""
         names = metric_names(epochs)
         show_run = len({e.fit_run for e in epochs}) > 1
-        key = (id(epochs[0]), tuple(names), show_run)
+        show_lr = has_lr_changes(epochs)  # a column for the learning rate a callback set
+        key = (id(epochs[0]), tuple(names), show_run, show_lr)
         _, rows, widths = self._formatted if self._formatted[0] == key else (key, [], {})
         if len(rows) > len(epochs) or (rows and id(epochs[len(rows) - 1]) != self._last_formatted):
             rows, widths = [], {}
-        headers = [*(["fit"] if show_run else []), "epoch", "time", *names]
+        headers = [*(["fit"] if show_run else []), "epoch", "time", *names, *([LR_COLUMN] if show_lr else [])]
         for record in epochs[len(rows) :]:
-            row = dict(zip(headers, epoch_row(record, names, show_run), strict=True))
+            row = dict(zip(headers, epoch_row(record, names, show_run, show_lr), strict=True))
             rows.append(row)
             for name, cell in row.items():
                 widths[name] = max(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
 
@@ -16,13 +17,14 @@ def finite_points(xs: list[float], ys: list[float]) -> tuple[list[float], list[f
 
 
 class EpochLossPlot(PlotextPlot):
-    """loss and val_loss of the latest fit() call, one point per epoch."""
+    """loss and val_loss of the latest fit() call, one point per epoch; a vertical line where a callback
+    changed the learning rate (ReduceLROnPlateau, LearningRateScheduler)."""
 
     DEFAULT_CSS = """
     EpochLossPlot { height: 1fr; width: 1fr; min-width: 30; }
     """
 
-    def show(self, epochs: list[EpochRecord]) -> None:
+    def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Plot these epochs."""
         plt = self.plt
         plt.clear_figure()
@@ -34,6 +36,11 @@ class EpochLossPlot(PlotextPlot):
             )
             if xs:
                 plt.plot(xs, ys, label=name, color=color, marker="braille")
+        self.marked_epochs = changes = [e.epoch for e in epochs if e.lr_change is not None]
+        for epoch in changes:
+            plt.vline(epoch, "magenta")
+        if changes:
+            plt.title("loss per epoch (| learning rate changed)")
         if epochs:
             plt.xlabel("epoch")
             numbers = sorted({e.epoch for e in epochs})
