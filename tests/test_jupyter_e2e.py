@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -114,6 +115,18 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory):
             server.wait()
 
 
+def kernel_pids(server: dict) -> list[int]:
+    """The live processes the server runs for its kernel."""
+    found = []
+    for child in psutil.Process(server["server"].pid).children(recursive=True):
+        try:
+            if child.status() != "zombie" and any(server["kernel_id"] in part for part in child.cmdline()):
+                found.append(child.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
 def kernel_scenario(pid: int) -> str:
     return (
         'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=0\n'
@@ -162,8 +175,8 @@ def test_one_shot_gpus_json_names_the_notebook_and_flags_it_stale(
 async def test_first_frame_names_the_notebook_and_the_stale_alert(
     jupyter: dict, scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.alerts import ACTION_KINDS
+    from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.header import StatusHeader
     from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
     from tfgpu_tui.ui.widgets.process_table import ProcessTable
@@ -208,13 +221,19 @@ def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
     finally:
         sampler.close()
 
-    def server_lost_it() -> bool:
-        """Dead, or (Jupyter's default autorestart) running again as a fresh process without our memory."""
-        state = _api(jupyter, "GET", f"api/kernels/{jupyter['kernel_id']}")
-        return state["execution_state"] in ("dead", "restarting", "starting", "idle")  # type: ignore[index]
+    old_pid = jupyter["pid"]
+    wait_for(lambda: not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == "zombie", 10)
 
-    wait_for(lambda: not psutil.pid_exists(jupyter["pid"]), timeout=10)
+    def server_lost_it() -> bool:
+        """Dead or gone, or (Jupyter's default autorestart) running again as a fresh process."""
+        try:
+            state = _api(jupyter, "GET", f"api/kernels/{jupyter['kernel_id']}")["execution_state"]  # type: ignore[index]
+        except urllib.error.HTTPError as error:
+            return error.code == 404
+        return state == "dead" or kernel_pids(jupyter) not in ([], [old_pid])
+
     wait_for(server_lost_it, timeout=20)
+    assert old_pid not in kernel_pids(jupyter)
 
 
 @pytest.fixture
