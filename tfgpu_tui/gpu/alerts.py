@@ -256,7 +256,10 @@ class AlertRules:
         elif row.uid is not None and self.own_uid not in (None, 0) and row.uid != self.own_uid:
             fix = f"It belongs to {row.user or row.uid}: ask them to end it (only they or root may)"
         elif row.jupyter is not None:
-            fix = f"Shut the kernel down from Jupyter (Kernel > Shut Down), or {KILL_HINT}"
+            fix = (
+                f"Shut the kernel down from Jupyter (Kernel > Shut Down), or {KILL_HINT} (a Jupyter server "
+                "then restarts it empty, without the memory)"
+            )
         else:
             fix = f"If it is finished, end it: {KILL_HINT} (or `kill -TERM {row.pid}`)"
         message = (
