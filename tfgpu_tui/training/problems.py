@@ -11,9 +11,11 @@ from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.diagnoses import Diagnosis
 
 KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
-# SLURM ends a job by signal and says so in its .out file: the time limit, the memory cgroup's OOM killer.
+# SLURM ends a job by signal and says so in its .out file (often glued to a progress bar): the time limit,
+# preemption, the memory cgroup's OOM killer.
 SLURM_KILLED = re.compile(
-    r"^slurmstepd: error: (?:\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|Detected \d+ oom.kill event)"
+    r"slurmstepd: error: (?:\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT"
+    r"|Detected \d+ oom.kill event|Job \d+ exceeded memory limit)"
 )
 TRACEBACK_START = "Traceback (most recent call last):"
 #: Python prints this before a traceback it swallowed (an error in ``__del__`` at interpreter exit, e.g.
@@ -107,7 +109,7 @@ def from_diagnosis(diagnosis: Diagnosis) -> Problem:
 def killed_message(text: str) -> str:
     """What a killed line means, in words."""
     if SLURM_KILLED.search(text):
-        return f"SLURM ended the job: {text.split('error:', 1)[1].strip(' *')}"
+        return f"SLURM ended the job: {text.split('slurmstepd: error:', 1)[1].strip(' *')}"
     return "The process was killed."
 
 
