@@ -119,22 +119,39 @@ def session_processes(served: Served) -> list[psutil.Process]:
 
 
 async def test_session_limit_and_a_session_ends_with_its_connection(tmp_path: Path) -> None:
-    with serve(tmp_path, "--demo", "--max-sessions", "2") as served:
+    """Two sessions at most; closing one ends its dashboard and the child it started (the Environment
+    check runs an interpreter that hangs, in a process group of its own)."""
+    hanging = tmp_path / "hanging-python"
+    hanging.write_text("#!/bin/sh\nexec sleep 600\n")
+    hanging.chmod(0o755)
+    with serve(tmp_path, "--max-sessions", "2", "--python", str(hanging)) as served:
         client = await logged_in_client(served)
         try:
             first = await open_session(client, served)
+            await show_tab(first, "1", "r Re-run")  # the check starts when its tab is first shown
+            deadline = time.monotonic() + 20
+            while not (sleeping := [p for p in session_processes(served) if p.name() == "sleep"]):
+                assert time.monotonic() < deadline, "the environment check never started its child"
+                await asyncio.sleep(0.1)
             second = await open_session(client, served)
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                 await open_session(client, served)
             assert refused.value.status == 503
-            processes = session_processes(served)
-            assert len(processes) >= 2
+            before = session_processes(served)
             await first.websocket.close()
             deadline = time.monotonic() + 15
-            while len(session_processes(served)) >= len(processes) and time.monotonic() < deadline:
+            while any(p.is_running() for p in sleeping) and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
-            assert len(session_processes(served)) < len(processes), "the closed session's process lives on"
-            third = await open_session(client, served)  # the slot is free again
+            assert not any(p.is_running() for p in sleeping), "the closed session's child lives on"
+            assert len(session_processes(served)) < len(before), "the closed session's process lives on"
+            deadline = time.monotonic() + 10
+            while True:  # the slot is free again once the session has been cleaned up
+                try:
+                    third = await open_session(client, served)
+                    break
+                except aiohttp.WSServerHandshakeError:
+                    assert time.monotonic() < deadline, "the closed session still counts"
+                    await asyncio.sleep(0.2)
             await asyncio.gather(second.websocket.close(), third.websocket.close())
         finally:
             await client.close()
