@@ -5,6 +5,7 @@ and `tfgpu-tui log --json`. The fixtures are our own text in the formats public 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,53 @@ def test_snapshot_is_immutable_and_does_not_follow_later_lines():
         snapshot.problems["X"] = None  # type: ignore[index]
     with pytest.raises(AttributeError):
         snapshot.current.epoch = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "value"),
+    [
+        ("Epoch 86: ReduceLROnPlateau reducing learning rate to 8.000000525498762e-06.", "lr_change", 8e-06),
+        (
+            "Epoch 00003: LearningRateScheduler setting learning rate to "
+            "tf.Tensor(0.001, shape=(), dtype=float32).",
+            "lr_change",
+            0.001,
+        ),
+        (
+            "Epoch 5: val_loss improved from 0.41747 to 0.40000, saving model to runs/best model.keras",
+            "checkpoint",
+            "runs/best model.keras",
+        ),
+        (
+            "INFO:tensorflow:Saving checkpoints for 500 into gs://bucket/model/model.ckpt.",
+            "checkpoint",
+            "gs://bucket/model/model.ckpt",
+        ),
+        ("Saved checkpoint for step 200: ./tf_ckpts/ckpt-2", "checkpoint", "./tf_ckpts/ckpt-2"),
+        ("Epoch 00026: early stopping", "early_stopping", None),
+        ("Restoring model weights from the end of the best epoch: 16.", "early_stopping", None),
+        ("Batch 7: Invalid loss, terminating training", "terminated_on_nan", None),
+        ("Epoch 00015: val_loss did not improve", None, None),
+        ("we should stop early stopping soon", None, None),
+    ],
+)
+def test_callback_messages(line, kind, value):
+    from tfgpu_tui.training.callback_messages import parse_callback_message
+
+    message = parse_callback_message(line)
+    assert (message.kind.value if message else None) == kind
+    if kind == "lr_change":
+        assert message.learning_rate == pytest.approx(value)
+    elif kind == "checkpoint":
+        assert message.path == value
+
+
+def test_docs_list_exactly_the_finish_reasons_and_run_keys():
+    text = (Path(__file__).resolve().parent.parent / "docs" / "training-logs.md").read_text(encoding="utf-8")
+    section = text.split("### Finish reasons", 1)[1].split("\n## ", 1)[0]
+    header, *documented, none = re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE)
+    assert (header, none) == ("finish_reason", "null")
+    assert documented == [reason.value for reason in FinishReason]
+    keys = re.search(r"`runs`: every `fit\(\)` run, oldest first: `\{([^}]+)\}`", text).group(1)
+    run = read("fit_epochs1_loop.log").run.runs()[0]
+    assert [key.strip() for key in keys.split(",")] == list(run.as_dict())
