@@ -125,3 +125,31 @@ async def test_local_least_privilege_refuses_outside_logs_and_writes(tmp_path: P
         await pilot.press("s")
         await wait_until(pilot, lambda: any(WRITES_REFUSED in message for _, message in shown))
     assert not list(tmp_path.glob("tfgpu-env-report-*"))
+
+
+async def test_pick_list_lists_only_logs_under_the_root(tmp_path: Path, monkeypatch) -> None:
+    from textual.widgets import OptionList
+
+    from tfgpu_tui.training.log_sources import LogCandidate
+    from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.ui.training import TrainingTab
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mine = runs / "mine.log"
+    mine.write_text("Epoch 1/2\n")
+    theirs = tmp_path / "other-user" / "secret-job.log"
+    found = [
+        LogCandidate(101, "python secret.py", theirs, "stdout"),
+        LogCandidate(102, "python mine.py", mine, "stdout"),
+    ]
+    monkeypatch.setattr(TrainingTab, "log_finder", staticmethod(lambda: found))
+    settings = Settings(log_path=runs / "train.log", least_privilege=True)
+    app = TfgpuApp(settings, initial_tab="training")
+    async with app.run_test(size=(150, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        options = app.query_one("#training-pick-list", OptionList)
+        await wait_until(pilot, lambda: options.option_count == 1)
+        assert "PID 102" in str(options.get_option_at_index(0).prompt)
+        assert "secret" not in str(options.get_option_at_index(0).prompt)

@@ -469,12 +469,12 @@ class TrainingTab(DashboardTab):
         note = self.query_one("#training-pick-note", Static)
         options = self.query_one("#training-pick-list", OptionList)
         options.clear_options()
-        if not message.candidates:
+        if not self.candidates:
             note.update(Text(NO_JOBS_HELP, "yellow"))
             options.display = False
             self.set_timer(PICK_RESCAN_SECONDS, self._rescan_if_waiting)
             return
-        count = len(message.candidates)
+        count = len(self.candidates)
         note.update(
             f"{count} running TensorFlow job{'s' if count > 1 else ''} with a log: Enter follows it, "
             "Escape closes this list"
@@ -482,7 +482,7 @@ class TrainingTab(DashboardTab):
         options.display = True
         options.add_options(
             Option(Text.assemble((f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (str(c.path), "cyan")))
-            for c in message.candidates
+            for c in self.candidates
         )
         options.highlighted = 0
         if self.query_one("#training-epochs", DataTable).has_focus or self.screen.focused is None:
