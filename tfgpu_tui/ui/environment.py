@@ -199,7 +199,7 @@ class EnvironmentTab(DashboardTab):
             self._fill_table(self.report)
 
     def _column_widths(self, report: EnvReport) -> tuple[int, int]:
-        width = self.query_one("#env-findings", DataTable).scrollable_content_region.width
+        width = self.query_one("#env-findings", DataTable).size.width  # with or without a scrollbar
         return column_widths(width, [finding.title for finding in report.findings])
 
     def _fill_table(self, report: EnvReport) -> None:
