@@ -16,6 +16,7 @@ import psutil
 
 from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.gpu.processes import tensorflow_loaded
+from tfgpu_tui.text_clean import clean_line
 
 _DELETED_SUFFIX = " (deleted)"
 
@@ -172,7 +173,7 @@ def writer_for_pid(pid: int) -> LogWriter:
 def _writer_from(proc: psutil.Process) -> LogWriter:
     try:
         with proc.oneshot():
-            command = " ".join(proc.cmdline()) or proc.name()
+            command = clean_line(" ".join(proc.cmdline()) or proc.name())  # another process's argv: cleaned
             return LogWriter(proc.pid, command, proc.create_time(), proc.is_running(), cwd=_cwd(proc))
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return LogWriter(proc.pid, "?", None, False)
