@@ -1,52 +1,64 @@
-"""Benchmark: the cost of the GPU monitor.
+"""Benchmark: what the GPU monitor costs, beside nvitop and gpustat measured in the same run (issue 14).
 
-Measures, on this machine:
-  * one refresh (Sampler.sample + the process-table row building) with a simulated 8 GPUs x 64 processes
-    each (512 processes); target < 5 ms;
-  * a sample against fakenvml (the real nvidia-ml-py, ctypes and /proc path) with the scenario of
-    ../shared/fakenvml/scenario_8x64.py (8 GPUs, 64 live processes in all), beside bare pynvml calls for the
-    same fields and, where an interpreter with nvitop is available (--nvitop-python, or nvitop importable
-    here), nvitop's own snapshot of devices + processes;
-  * the dashboard run in a 120x40 pseudo-terminal on the Monitor tab - `--demo` (2 GPUs), the simulated
-    8 x 64 scene (512 processes) and fakenvml's 8 GPUs / 64 processes: time to its first frame, CPU use of
-    the whole process over --seconds at a 1 s interval (target < 1 % of one core; the median of --runs runs),
-    resident memory.
+Method: fakenvml (../shared/fakenvml) with the scenario of its scenario_8x64.py (8 H200s, 64 real sleeping
+PIDs); every interactive program runs in its own tmux server at 160x48 with a 1 s refresh; CPU is the
+CPU time of the program's whole process tree from /proc (utime + stime + reaped children's), over
+--seconds after --warmup seconds; resident memory is the tree's VmRSS at the end of that window.
 
-    python benchmarks/monitor.py [--iterations 300] [--seconds 30] [--runs 3] [--nvitop-python PATH]
-                                 [--skip-app]
+  * first frame: from the start of the program to a pane (tmux capture-pane, polled every 20 ms) that
+    shows a GPU ("H200"); the median of --frames starts;
+  * CPU while idling on the Monitor, and resident memory (--runs runs each);
+  * CPU while idling on another tab: `1` switches to Environment (Monitor hidden); its check (and the
+    TensorFlow probe child it starts) must finish before the warm-up begins;
+  * one-shot `tfgpu-tui gpus --json` against `gpustat --json`: wall time of the whole process, median
+    of --oneshots runs.
+
+nvitop and gpustat run from their own virtual environments when present (default /tmp/nvitop-venv and
+/tmp/gpustat-venv: `python3 -m venv /tmp/nvitop-venv && /tmp/nvitop-venv/bin/pip install nvitop`).
+
+    python benchmarks/monitor.py [--seconds 30] [--warmup 6] [--runs 2] [--frames 5] [--oneshots 7]
+                                 [--nvitop PATH] [--gpustat PATH] [--json PATH] [--micro]
+                                 [--source DIR] [--no-anchors]
+
+--micro adds the sample cost alone (our Sampler against fakenvml, bare pynvml for the same fields).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
-import pty
+import shlex
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from tfgpu_tui.gpu.sampler import Sampler
-from tfgpu_tui.gpu.simulated import SimulatedSource
-from tfgpu_tui.settings import Settings
 
 FAKENVML = Path(
     os.environ.get("TFGPU_FAKENVML_DIR", Path(__file__).resolve().parents[2] / "shared" / "fakenvml")
 )
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-TARGET_REFRESH_MS = 5.0
-TARGET_CPU_PERCENT = 1.0
+COLUMNS, LINES = 160, 48
+OURS_MARKER = "H200"  # the GPU name on our GPU card: the first frame that shows a GPU
+NVITOP_MARKER = "140.4GiB"  # nvitop at 160 columns shows no name; its GPU row shows the total memory
+POLL_SECONDS = 0.02
 
-FAKENVML_CHILD = r"""
+# The issue's targets: (key, limit, kind) where kind is "abs" (our figure) or "ratio" (ours / anchor).
+TARGETS = {
+    "cpu_monitor": ("ratio", 0.5),
+    "first_frame": ("abs", 0.35),
+    "first_frame_ratio": ("ratio", 3.0),
+    "rss": ("abs", 45.0),
+    "oneshot": ("abs", 0.3),
+    "cpu_other_tab": ("abs", 0.3),
+}
+
+SAMPLE_CHILD = r"""
 import json, statistics, sys, time
 import pynvml
 from tfgpu_tui.gpu.nvml import NvmlSource
@@ -56,8 +68,7 @@ from tfgpu_tui.settings import Settings
 n = int(sys.argv[1])
 sampler = Sampler(Settings(), NvmlSource(), HostInspector())
 for _ in range(5):
-    sampler.sample()
-    time.sleep(0.05)
+    sampler.sample(); time.sleep(0.05)
 ours = []
 for _ in range(n):
     t = time.perf_counter(); snap = sampler.sample(); ours.append((time.perf_counter() - t) * 1000)
@@ -67,8 +78,6 @@ def bare():
     for h in handles:
         pynvml.nvmlDeviceGetMemoryInfo(h); pynvml.nvmlDeviceGetUtilizationRates(h)
         pynvml.nvmlDeviceGetTemperature(h, 0); pynvml.nvmlDeviceGetPowerUsage(h)
-        try: pynvml.nvmlDeviceGetFanSpeed(h)
-        except pynvml.NVMLError: pass
         pynvml.nvmlDeviceGetClockInfo(h, 1); pynvml.nvmlDeviceGetPerformanceState(h)
         pynvml.nvmlDeviceGetComputeRunningProcesses(h); pynvml.nvmlDeviceGetGraphicsRunningProcesses(h)
         try: pynvml.nvmlDeviceGetProcessUtilization(h, 0)
@@ -76,259 +85,353 @@ def bare():
 raw = []
 for _ in range(n):
     t = time.perf_counter(); bare(); raw.append((time.perf_counter() - t) * 1000)
-print(json.dumps({"ours": statistics.median(ours), "ours_p90": sorted(ours)[int(0.9 * n)],
-                  "bare": statistics.median(raw)}))
-"""
-
-NVITOP_CHILD = r"""
-import json, statistics, sys, time
-from nvitop import Device, GpuProcess
-n = int(sys.argv[1])
-devices = Device.all()
-def refresh():
-    snaps = [d.as_snapshot() for d in devices]
-    procs = {}
-    for d in devices:
-        procs.update(d.processes())
-    return snaps, GpuProcess.take_snapshots(procs.values(), failsafe=True)
-for _ in range(5):
-    refresh(); time.sleep(0.05)
-times = []
-for _ in range(n):
-    t = time.perf_counter(); _, p = refresh(); times.append((time.perf_counter() - t) * 1000)
-assert len(p) == 64, len(p)
-print(json.dumps({"nvitop": statistics.median(times)}))
+print(json.dumps({"ours": statistics.median(ours), "bare": statistics.median(raw)}))
 """
 
 
-def median_ms(call, iterations: int) -> float:
-    """Median wall time of ``call()`` in milliseconds."""
-    times = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+# --- /proc ---
 
 
-GPUS, PER_GPU = 8, 64  # the simulated scene: 8 GPUs with 64 processes each
-
-# The dashboard with the Monitor tab on the simulated 8 x 64 scene instead of the demo's two GPUs.
-SIMULATED_APP = f"""
-from tfgpu_tui.gpu.simulated import SimulatedSource
-from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui import monitor
-from tfgpu_tui.ui.app import TfgpuApp
-plain_init = monitor.MonitorTab.__init__
-def scene_init(self, settings, source=None):
-    plain_init(self, settings, SimulatedSource(gpus={GPUS}, processes_per_gpu={PER_GPU}))
-monitor.MonitorTab.__init__ = scene_init
-TfgpuApp(Settings(interval=1.0)).run()
-"""
+def tree(pid: int) -> list[int]:
+    """``pid`` and all its live descendants."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{current}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    todo += [int(child) for child in (task / "children").read_text().split()]
+    return found
 
 
-def bench_simulated(iterations: int) -> None:
-    """Refresh cost with the simulated 8 x 64 scene."""
-    sampler = Sampler(Settings(), SimulatedSource(gpus=GPUS, processes_per_gpu=PER_GPU))
-    try:
-        from tfgpu_tui.ui.widgets.process_table import build_process_rows
-    except ImportError:  # the UI module is optional for this measurement
-        build_process_rows = None
-    snapshot = sampler.sample()
-    sample = median_ms(sampler.sample, iterations)
-    processes = GPUS * PER_GPU
-    print(f"simulated {GPUS} GPUs x {PER_GPU} processes = {processes} ({iterations} refreshes):")
-    print(
-        f"  sample                      median {sample:7.3f} ms   "
-        f"(sampler thread at 1 s: {sample / 10:.2f} % of a core)"
-    )
-    if build_process_rows is not None:
-        rows = median_ms(lambda: build_process_rows(snapshot, "memory"), iterations)
-        both = median_ms(lambda: build_process_rows(sampler.sample(), "memory"), iterations)
-        print(f"  table rows ({processes})            median {rows:7.3f} ms")
-        print(
-            f"  refresh (sample + rows)     median {both:7.3f} ms   "
-            f"= {both / TARGET_REFRESH_MS:.2f} x the 5 ms target"
+def tree_ticks(pid: int) -> int:
+    """CPU ticks of the tree: each process's utime + stime + the utime + stime of its reaped children."""
+    total = 0
+    for member in tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(value) for value in fields[11:15])
+    return total
+
+
+def tree_rss_mib(pid: int) -> float:
+    total = 0
+    for member in tree(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+# --- tmux ---
+
+
+class Tmux:
+    """One program in its own tmux server (own socket, no config) at COLUMNS x LINES."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.socket = f"tfgpu-bench-{os.getpid()}-{time.monotonic_ns()}"
+        exports = [f"{key}={value}" for key, value in env.items()]
+        command = "exec env " + shlex.join([*exports, *argv])
+        self.started = time.perf_counter()
+        self._tmux("new-session", "-d", "-s", "bench", "-x", str(COLUMNS), "-y", str(LINES), command)
+        self.pid = int(self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").strip())
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True, text=True, check=True
         )
-    else:
-        print(f"  (no UI row builder found)          = {sample / TARGET_REFRESH_MS:.2f} x the 5 ms target")
+        return done.stdout
 
-
-def build_fakenvml(out: Path) -> bool:
-    """Build fakenvml into ``out``; False (with a note) where that is impossible here."""
-    if not (FAKENVML / "build.sh").exists() or shutil.which("gcc") is None:
-        print(f"fakenvml: skipped ({FAKENVML} or gcc missing)")
-        return False
-    subprocess.run(["sh", str(FAKENVML / "build.sh"), str(out)], check=True, capture_output=True)
-    return True
-
-
-def nvitop_python(explicit: str | None) -> str | None:
-    """An interpreter that can import nvitop, or None."""
-    for candidate in filter(None, [explicit, os.environ.get("NVITOP_PYTHON"), sys.executable]):
-        probe = subprocess.run([candidate, "-c", "import nvitop"], capture_output=True)
-        if probe.returncode == 0:
-            return candidate
-    return None
-
-
-def bench_fakenvml(env: dict[str, str], iterations: int, nvitop: str | None) -> None:
-    """Our sample vs bare pynvml calls (and nvitop) against fakenvml's 8 x 64 scenario."""
-    child = subprocess.run(
-        [sys.executable, "-c", FAKENVML_CHILD, str(iterations)], env=env, capture_output=True, text=True
-    )
-    if child.returncode != 0:
-        print(f"fakenvml: child failed: {child.stderr.strip()[-400:]}")
-        return
-    result = json.loads(child.stdout.strip().splitlines()[-1])
-    print(f"fakenvml 8 GPUs, 64 live processes in all ({iterations} samples; real pynvml + ctypes + /proc):")
-    print(
-        f"  tfgpu-tui sample            median {result['ours']:7.3f} ms   (p90 {result['ours_p90']:.3f} ms)"
-    )
-    print(
-        f"  bare pynvml, same fields    median {result['bare']:7.3f} ms   "
-        f"ratio {result['ours'] / result['bare']:.2f}"
-    )
-    if nvitop is None:
-        print("  nvitop                      not installed (pass --nvitop-python PATH to compare)")
-        return
-    other = subprocess.run(
-        [nvitop, "-c", NVITOP_CHILD, str(iterations)], env=env, capture_output=True, text=True
-    )
-    if other.returncode != 0:
-        print(f"  nvitop                      failed: {other.stderr.strip()[-300:]}")
-        return
-    theirs = json.loads(other.stdout.strip().splitlines()[-1])["nvitop"]
-    print(
-        f"  nvitop 1.x snapshot         median {theirs:7.3f} ms   "
-        f"ratio ours/nvitop {result['ours'] / theirs:.2f}"
-    )
-
-
-def cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def measure_in_pty(
-    argv: list[str], env: dict[str, str], seconds: float, marker: bytes
-) -> tuple[float, float, float] | None:
-    """Start ``argv`` in a 120x40 pseudo-terminal; (first-frame seconds, CPU % over ``seconds``, RSS MiB), or
-    None when no first frame came."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-    os.close(slave)
-    seen = bytearray()
-    first_frame = threading.Event()
-    frame_at: list[float] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            if not first_frame.is_set():
-                seen.extend(chunk)
-                if marker in seen:
-                    frame_at.append(time.perf_counter() - started)
-                    first_frame.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        if not first_frame.wait(60):
-            return None
-        time.sleep(3)  # let start-up work finish before measuring the steady state
-        ticks, t0 = cpu_ticks(process.pid), time.perf_counter()
-        time.sleep(seconds)
-        used = (cpu_ticks(process.pid) - ticks) / CLOCK_TICKS
-        elapsed = time.perf_counter() - t0
-        return frame_at[0], 100 * used / elapsed, rss_mib(process.pid)
-    finally:
-        os.write(master, b"q")
+    def screen(self) -> str:
         try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        os.close(master)
+            return self._tmux("capture-pane", "-p", "-t", "bench")
+        except subprocess.CalledProcessError:
+            return ""
+
+    def wait_for(self, text: str, timeout: float = 60) -> float | None:
+        """Seconds from the start until the pane shows ``text``; None after ``timeout``."""
+        while time.perf_counter() - self.started < timeout:
+            if text in self.screen():
+                return time.perf_counter() - self.started
+            if not Path(f"/proc/{self.pid}").exists():
+                print(f"    the program exited before showing {text!r}", flush=True)
+                return None
+            time.sleep(POLL_SECONDS)
+        return None
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "bench", *keys)
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.keys("q")
+        for _ in range(50):
+            if not Path(f"/proc/{self.pid}").exists():
+                break
+            time.sleep(0.1)
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._tmux("kill-server")
 
 
-def run_in_pty(
-    label: str, argv: list[str], env: dict[str, str], seconds: float, marker: bytes, runs: int = 1
-) -> None:
-    """Measure ``argv`` ``runs`` times in a pseudo-terminal and print the medians (and each run's CPU %)."""
-    results = [r for r in (measure_in_pty(argv, env, seconds, marker) for _ in range(runs)) if r is not None]
-    if not results:
-        print(f"{label}: no first frame within 60 s")
-        return
-    frame, percent, rss = (statistics.median(values) for values in zip(*results, strict=True))
-    each = ", ".join(f"{r[1]:.2f}" for r in results)
-    print(f"{label} (median of {len(results)} run{'s' if len(results) > 1 else ''}):")
-    print(f"  first frame                 {frame:7.2f} s")
-    print(
-        f"  CPU over {seconds:.0f} s at 1 s interval {percent:5.2f} % of one core   "
-        f"= {percent / TARGET_CPU_PERCENT:.2f} x the 1 % target   (runs: {each})"
-    )
-    print(f"  resident memory             {rss:7.1f} MiB")
+def wait_children_done(pid: int, timeout: float) -> float:
+    """Wait until ``pid`` has no child processes (a tab's check has ended); the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout and len(tree(pid)) > 1:
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+# --- measurements ---
+
+
+@dataclass
+class Figures:
+    """Every figure of one program; lists hold one value per run."""
+
+    first_frame: list[float] = field(default_factory=list)
+    cpu_monitor: list[float] = field(default_factory=list)
+    rss: list[float] = field(default_factory=list)
+    cpu_other_tab: list[float] = field(default_factory=list)
+    oneshot: list[float] = field(default_factory=list)
+
+
+def first_frames(argv: list[str], env: dict[str, str], starts: int, marker: str) -> list[float]:
+    times = []
+    for _ in range(starts):
+        session = Tmux(argv, env)
+        try:
+            seconds = session.wait_for(marker)
+            if seconds is not None:
+                times.append(seconds)
+        finally:
+            session.close()
+        time.sleep(0.5)
+    return times
+
+
+def idle_cpu(
+    argv: list[str],
+    env: dict[str, str],
+    seconds: float,
+    warmup: float,
+    marker: str,
+    keys: tuple[str, ...] = (),
+) -> tuple[float, float] | None:
+    """(CPU % of one core over ``seconds``, tree RSS MiB at the end); ``keys`` are pressed after the first
+    frame (and the children they start are waited for) before the warm-up."""
+    session = Tmux(argv, env)
+    try:
+        if session.wait_for(marker) is None:
+            return None
+        if keys:
+            session.keys(*keys)
+            time.sleep(1)
+            waited = wait_children_done(session.pid, 120)
+            print(f"    (after {' '.join(keys)}: children ended after {waited:.1f} s)", flush=True)
+        time.sleep(warmup)
+        ticks, started = tree_ticks(session.pid), time.perf_counter()
+        time.sleep(seconds)
+        used = (tree_ticks(session.pid) - ticks) / CLOCK_TICKS
+        elapsed = time.perf_counter() - started
+        return 100 * used / elapsed, tree_rss_mib(session.pid)
+    finally:
+        session.close()
+
+
+def oneshots(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(argv, env=env, capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
+        if done.returncode != 0 or "H200" not in done.stdout:
+            print(f"    one-shot failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+            return times
+        times.append(elapsed)
+    return times
+
+
+def measure(
+    name: str,
+    app: list[str] | None,
+    oneshot: list[str] | None,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    marker: str = OURS_MARKER,
+) -> Figures:
+    figures = Figures()
+    if app is not None:
+        print(f"{name}: first frame x{args.frames}", flush=True)
+        figures.first_frame = first_frames(app, env, args.frames, marker)
+        for run in range(args.runs):
+            print(f"{name}: idling on the Monitor, run {run + 1}", flush=True)
+            result = idle_cpu(app, env, args.seconds, args.warmup, marker)
+            if result is not None:
+                figures.cpu_monitor.append(result[0])
+                figures.rss.append(result[1])
+    if oneshot is not None:
+        print(f"{name}: one-shot x{args.oneshots}", flush=True)
+        figures.oneshot = oneshots(oneshot, env, args.oneshots)
+    return figures
+
+
+# --- report ---
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def cell(values: list[float], unit: str, digits: int = 2) -> str:
+    if not values:
+        return "-"
+    each = f" ({', '.join(f'{v:.{digits}f}' for v in values)})" if len(values) > 1 else ""
+    return f"{statistics.median(values):.{digits}f} {unit}{each}"
+
+
+def verdict(key: str, ours: float | None, anchor: float | None) -> str:
+    kind, limit = TARGETS[key]
+    value = ours if kind == "abs" else (ours / anchor if ours is not None and anchor else None)
+    if value is None:
+        return f"target {'<=' if kind == 'abs' else 'ratio <='} {limit}: not measured"
+    return f"target {'<=' if kind == 'abs' else 'ratio <='} {limit}: {'MET' if value <= limit else 'NOT MET'}"
+
+
+def report(ours: Figures, nvitop: Figures | None, gpustat: Figures | None, seconds: float) -> None:
+    rows = [
+        (
+            "first frame (median)",
+            "first_frame",
+            ours.first_frame,
+            nvitop and nvitop.first_frame,
+            "s",
+            "nvitop",
+        ),
+        (
+            f"CPU idling on the Monitor ({seconds:.0f} s)",
+            "cpu_monitor",
+            ours.cpu_monitor,
+            nvitop and nvitop.cpu_monitor,
+            "%",
+            "nvitop",
+        ),
+        ("resident memory (tree)", "rss", ours.rss, nvitop and nvitop.rss, "MiB", "nvitop"),
+        ("one-shot gpus --json", "oneshot", ours.oneshot, gpustat and gpustat.oneshot, "s", "gpustat"),
+        ("CPU idling on Environment", "cpu_other_tab", ours.cpu_other_tab, None, "%", "-"),
+    ]
+    print()
+    print("| measure | tfgpu-tui | anchor, same run | ratio | target |")
+    print("|---|---|---|---|---|")
+    for label, key, mine, theirs, unit, anchor_name in rows:
+        mine_m, theirs_m = median(mine), median(theirs or [])
+        ratio = f"{mine_m / theirs_m:.2f}" if mine_m is not None and theirs_m else "-"
+        anchor = f"{anchor_name} {cell(theirs, unit)}" if theirs else "-"
+        targets = [verdict(key, mine_m, theirs_m)]
+        if key == "first_frame":
+            targets.append(verdict("first_frame_ratio", mine_m, theirs_m))
+        print(f"| {label} | {cell(mine, unit)} | {anchor} | {ratio} | {'; '.join(targets)} |")
+
+
+# --- set-up ---
+
+
+def tool(explicit: str | None, default: str) -> str | None:
+    path = Path(explicit or default)
+    return str(path) if path.exists() else None
+
+
+def version(executable: str) -> str:
+    done = subprocess.run([executable, "--version"], capture_output=True, text=True)
+    return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else "?"
 
 
 def start_scenario(tmp: Path) -> tuple[Path, list[int]]:
     """Start the 64 sleeps of scenario_8x64.py and write its scenario."""
     scenario = tmp / "scenario_8x64.txt"
     out = subprocess.run(
-        [sys.executable, str(FAKENVML / "scenario_8x64.py"), str(scenario), "900"],
+        [sys.executable, str(FAKENVML / "scenario_8x64.py"), str(scenario), "1800"],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     return scenario, [int(pid) for pid in out.stdout.split()]
 
 
+def micro(env: dict[str, str], iterations: int) -> None:
+    done = subprocess.run([sys.executable, "-c", SAMPLE_CHILD, str(iterations)], env=env, capture_output=True)
+    if done.returncode != 0:
+        print(f"sample cost: child failed: {done.stderr.decode()[-400:]}")
+        return
+    result = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    print(
+        f"sample cost ({iterations} samples): ours median {result['ours']:.3f} ms, "
+        f"bare pynvml for the same fields {result['bare']:.3f} ms"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--iterations", type=int, default=300)
-    parser.add_argument("--seconds", type=float, default=30.0, help="CPU measurement window per app run")
-    parser.add_argument("--runs", type=int, default=3, help="app runs per scene (medians are printed)")
-    parser.add_argument("--nvitop-python", default=None, help="an interpreter with nvitop installed")
-    parser.add_argument("--skip-app", action="store_true", help="skip the pseudo-terminal runs of the app")
+    parser.add_argument("--seconds", type=float, default=30.0, help="CPU measurement window")
+    parser.add_argument("--warmup", type=float, default=6.0, help="seconds before the window opens")
+    parser.add_argument("--runs", type=int, default=2, help="idle runs per program")
+    parser.add_argument("--frames", type=int, default=5, help="starts for the first-frame median")
+    parser.add_argument("--oneshots", type=int, default=7, help="runs for the one-shot median")
+    parser.add_argument(
+        "--nvitop", default=None, help="nvitop executable (default /tmp/nvitop-venv/bin/nvitop)"
+    )
+    parser.add_argument("--gpustat", default=None, help="gpustat executable (default /tmp/gpustat-venv/...)")
+    parser.add_argument("--no-anchors", action="store_true", help="measure tfgpu-tui only")
+    parser.add_argument("--json", type=Path, default=None, help="also write every figure here")
+    parser.add_argument(
+        "--source", type=Path, default=None, help="run tfgpu-tui from this source tree (e.g. a git archive)"
+    )
+    parser.add_argument("--micro", action="store_true", help="also time one sample against fakenvml")
     args = parser.parse_args()
-
-    bench_simulated(args.iterations)
-    app = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
-    base_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    if not args.skip_app:
-        demo = "dashboard --demo (simulated 2 GPUs)"
-        run_in_pty(demo, [*app, "--demo"], base_env, args.seconds, b"SIMULATED", args.runs)
-        scene = f"dashboard on the simulated {GPUS} x {PER_GPU} scene ({GPUS * PER_GPU} processes)"
-        argv = [sys.executable, "-c", SIMULATED_APP]
-        run_in_pty(scene, argv, base_env, args.seconds, b"SIMULATED", args.runs)
-    with tempfile.TemporaryDirectory() as tmp_name:
+    if shutil.which("tmux") is None or shutil.which("gcc") is None or not (FAKENVML / "build.sh").exists():
+        print(f"needs tmux, gcc and {FAKENVML}")
+        return 1
+    nvitop = None if args.no_anchors else tool(args.nvitop, "/tmp/nvitop-venv/bin/nvitop")
+    gpustat = None if args.no_anchors else tool(args.gpustat, "/tmp/gpustat-venv/bin/gpustat")
+    with tempfile.TemporaryDirectory(prefix="tfgpu-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        if not build_fakenvml(tmp / "lib"):
-            return 0
+        subprocess.run(["sh", str(FAKENVML / "build.sh"), str(tmp / "lib")], check=True, capture_output=True)
         scenario, pids = start_scenario(tmp)
-        env = {**base_env, "LD_LIBRARY_PATH": str(tmp / "lib"), "FAKE_NVML_SCENARIO": str(scenario)}
+        (tmp / "config").mkdir()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/root"),
+            "TERM": "tmux-256color",
+            "LANG": "C.UTF-8",
+            "XDG_CONFIG_HOME": str(tmp / "config"),  # no settings file: the defaults
+            "LD_LIBRARY_PATH": str(tmp / "lib"),
+            "FAKE_NVML_SCENARIO": str(scenario),
+        }
+        if args.source is not None:
+            env["PYTHONPATH"] = str(args.source.resolve())
         try:
-            nvitop = nvitop_python(args.nvitop_python)
-            bench_fakenvml(env, args.iterations, nvitop)
-            if not args.skip_app:
-                label = "dashboard against fakenvml (8 GPUs, 64 processes)"
-                run_in_pty(label, app, env, args.seconds, b"H200", args.runs)
-                nvitop_bin = Path(nvitop).parent / "nvitop" if nvitop else None
-                if nvitop_bin and nvitop_bin.exists():
-                    label = "baseline: nvitop --interval 1, same scenario"
-                    argv = [str(nvitop_bin), "--interval", "1"]
-                    run_in_pty(label, argv, env, args.seconds, b"NVITOP", args.runs)
+            print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; tmux {COLUMNS}x{LINES}")
+            print(
+                f"nvitop: {nvitop and version(nvitop)}; gpustat: {gpustat and version(gpustat)}", flush=True
+            )
+            if args.micro:
+                micro(env, 300)
+            app = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
+            ours = measure("tfgpu-tui", app, [sys.executable, "-m", "tfgpu_tui", "gpus", "--json"], env, args)
+            print("tfgpu-tui: idling on the Environment tab", flush=True)
+            result = idle_cpu(app, env, args.seconds, args.warmup, OURS_MARKER, keys=("1",))
+            if result is not None:
+                ours.cpu_other_tab.append(result[0])
+            theirs = (
+                measure("nvitop", [nvitop, "--interval", "1"], None, env, args, NVITOP_MARKER)
+                if nvitop
+                else None
+            )
+            stat = measure("gpustat", None, [gpustat, "--json"], env, args) if gpustat else None
+            report(ours, theirs, stat, args.seconds)
+            if args.json:
+                every = {"tfgpu-tui": ours, "nvitop": theirs, "gpustat": stat}
+                args.json.write_text(json.dumps({k: v and v.__dict__ for k, v in every.items()}, indent=1))
         finally:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):

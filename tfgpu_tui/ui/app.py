@@ -1,28 +1,84 @@
-"""The Textual app: a status header, four tabs, a footer with the keys that matter."""
+"""The Textual app: a status header, the tabs, a footer with the keys that matter.
+
+Start-up builds only what the first frame needs: the Monitor (its sampler feeds the header on every tab), the
+initial tab and, when there is a log to follow, the Training tab (its problems reach the header too). Any
+other tab's module is imported and its content built the first time it is shown.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Callable, Iterable
 from functools import partial
+from typing import NamedTuple
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widget import AwaitMount
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tfgpu_tui.alerts import Alert, most_urgent
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.batch_probe import BatchProbeTab
-from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.header import StatusHeader
-from tfgpu_tui.ui.help_screen import HelpScreen, described_bindings
-from tfgpu_tui.ui.hosts import HostsTab, fleet_wanted
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.tab_base import DashboardTab
-from tfgpu_tui.ui.training import TrainingTab
 
-TAB_CLASSES: tuple[type[DashboardTab], ...] = (EnvironmentTab, MonitorTab, TrainingTab, BatchProbeTab)
+
+def _fleet_wanted(settings: Settings) -> bool:
+    """Whether there is a Hosts tab; its module is imported only when a fleet source is set."""
+    if not (settings.prometheus_url or settings.remote_hosts):
+        return False
+    from tfgpu_tui.ui.hosts import fleet_wanted
+
+    return fleet_wanted(settings)
+
+
+def _always(settings: Settings) -> bool:
+    return True
+
+
+class TabSpec(NamedTuple):
+    """A tab the app can show, known without importing its module."""
+
+    tab_id: str
+    title: str
+    module: str
+    class_name: str
+    present: Callable[[Settings], bool] = _always
+
+    def load(self) -> type[DashboardTab]:
+        """The tab's class (imports its module)."""
+        return getattr(importlib.import_module(self.module), self.class_name)
+
+
+TAB_SPECS: tuple[TabSpec, ...] = (
+    TabSpec("environment", "Environment", "tfgpu_tui.ui.environment", "EnvironmentTab"),
+    TabSpec("monitor", "Monitor", "tfgpu_tui.ui.monitor", "MonitorTab"),
+    TabSpec("training", "Training", "tfgpu_tui.ui.training", "TrainingTab"),
+    TabSpec("probe", "Batch probe", "tfgpu_tui.ui.batch_probe", "BatchProbeTab"),
+    TabSpec("hosts", "Hosts", "tfgpu_tui.ui.hosts", "HostsTab", _fleet_wanted),
+)
+SPECS_BY_ID = {spec.tab_id: spec for spec in TAB_SPECS}
+CORE_TABS = TAB_SPECS[:4]  # always present; the Hosts tab only with a fleet source
+
+
+def __getattr__(name: str) -> object:
+    """`TAB_CLASSES`: the classes of the four core tabs, imported on first use."""
+    if name == "TAB_CLASSES":
+        return tuple(spec.load() for spec in CORE_TABS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class DashboardTabs(TabbedContent):
+    """The tabs. A focus that lands in a hidden tab does not show that tab: it is a focus call still queued
+    from before a switch, or Textual moving the focus off a widget just hidden, never the user's choice."""
+
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        if event.tab_pane.id != self.active:
+            event.prevent_default()
+            event.stop()
 
 
 class TfgpuApp(App[None]):
@@ -45,14 +101,45 @@ class TfgpuApp(App[None]):
         self.settings = settings or Settings()
         self.initial_tab = initial_tab
         self._alerts_by_source: dict[str, list[Alert]] = {}
+        self._specs = [spec for spec in TAB_SPECS if spec.present(self.settings)]
+        self._mounting: dict[str, AwaitMount] = {}  # tabs built after start-up, until they are mounted
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
-        with TabbedContent(initial=self.initial_tab):
-            for tab_class in TAB_CLASSES + ((HostsTab,) if fleet_wanted(self.settings) else ()):
-                with TabPane(tab_class.TAB_TITLE, id=tab_class.TAB_ID):
-                    yield tab_class(self.settings)
+        with DashboardTabs(initial=self.initial_tab):
+            for spec in self._specs:
+                with TabPane(spec.title, id=spec.tab_id):
+                    if self._built_at_start(spec.tab_id):
+                        yield spec.load()(self.settings)
         yield Footer()
+
+    def _built_at_start(self, tab_id: str) -> bool:
+        """The initial tab, the Monitor (the header's GPU count and alerts come from its sampler) and the
+        Training tab when it has a log to follow (its alerts reach the header from any tab)."""
+        if tab_id in (self.initial_tab, MonitorTab.TAB_ID):
+            return True
+        settings = self.settings
+        return tab_id == "training" and (
+            settings.demo or settings.log_path_given or settings.log_path.exists()
+        )
+
+    def _build_tab(self, tab_id: str) -> AwaitMount | None:
+        """Mount the tab's content unless it is there; what to await until it is mounted (None: it is)."""
+        if tab_id in self._mounting:
+            return self._mounting[tab_id]
+        pane = self.query_one(TabbedContent).get_pane(tab_id)
+        if pane.query_children(DashboardTab):
+            return None
+        mounting = self._mounting[tab_id] = pane.mount(SPECS_BY_ID[tab_id].load()(self.settings))
+        return mounting
+
+    async def tab(self, tab_id: str) -> DashboardTab:
+        """The tab's content, built and mounted first if it has not been shown yet."""
+        mounting = self._build_tab(tab_id)
+        if mounting is not None:
+            await mounting
+            self._mounting.pop(tab_id, None)
+        return self.query_one(TabbedContent).get_pane(tab_id).query_children(DashboardTab).first()
 
     def on_mount(self) -> None:
         self.query_one(StatusHeader).simulated = self.settings.demo
@@ -88,64 +175,83 @@ class TfgpuApp(App[None]):
         headers = self.query(StatusHeader)
         return headers.first() if headers else None
 
-    def on_show_tab(self, message: ShowTab) -> None:
-        self.action_show_tab(message.tab_id)
+    async def on_show_tab(self, message: ShowTab) -> None:
+        await self.action_show_tab(message.tab_id)
         if message.target:
-            for tab in self.query(DashboardTab):
-                if message.tab_id == tab.TAB_ID:
-                    tab.reveal(message.target)
+            (await self.tab(message.tab_id)).reveal(message.target)
 
-    def on_open_log(self, message: OpenLog) -> None:
-        self.action_show_tab(TrainingTab.TAB_ID)
-        self.query_one(TrainingTab).open_log(message.path, message.pid)
+    async def on_open_log(self, message: OpenLog) -> None:
+        from tfgpu_tui.ui.training import TrainingTab
+
+        await self.action_show_tab(TrainingTab.TAB_ID)
+        tab = await self.tab(TrainingTab.TAB_ID)
+        if isinstance(tab, TrainingTab):
+            tab.open_log(message.path, message.pid)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.call_after_refresh(self._focus_active_tab)
+        mounting = self._build_tab(event.pane.id) if event.pane.id else None
+        if mounting is None:
+            self.call_after_refresh(self._focus_active_tab)
+        else:  # shown before it was built (a click on its title): focus it once it is there
+            self.call_after_refresh(self._focus_when_mounted, event.pane.id)
+
+    async def _focus_when_mounted(self, tab_id: str) -> None:
+        (await self.tab(tab_id)).focus_default()
 
     def _focus_active_tab(self) -> None:
         tabs = self.query_one(TabbedContent)
         pane = tabs.get_pane(tabs.active) if tabs.active else None
         if pane is not None:
-            pane.query_one(DashboardTab).focus_default()
+            for tab in pane.query_children(DashboardTab):
+                tab.focus_default()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Key 5 works only when there is a Hosts tab."""
-        if action == "show_tab" and parameters == (HostsTab.TAB_ID,):
-            return fleet_wanted(self.settings)
+        if action == "show_tab" and parameters == ("hosts",):
+            return any(spec.tab_id == "hosts" for spec in self._specs)
         return True
 
-    def action_show_tab(self, tab_id: str) -> None:
-        """Switch to the tab with this pane id."""
-        self.query_one(TabbedContent).active = tab_id
+    async def action_show_tab(self, tab_id: str) -> None:
+        """Switch to the tab with this pane id (built first, the first time it is shown)."""
+        await self.tab(tab_id)
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != tab_id:
+            # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
+            self.screen.set_focus(None)
+            tabs.active = tab_id
 
     def action_help(self) -> None:
         """Show every key binding, grouped by tab."""
+        from tfgpu_tui.ui.help_screen import HelpScreen
+
         sections = [("Everywhere", list(self.BINDINGS))]
-        sections += [(tab.TAB_TITLE, list(tab.BINDINGS)) for tab in self.query(DashboardTab)]
+        sections += [(spec.title, list(spec.load().BINDINGS)) for spec in self._specs]
         self.push_screen(HelpScreen(sections))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette (ctrl+p) entries: Textual's own, a switch to each tab, and every tab action."""
         yield from super().get_system_commands(screen)
-        for tab in self.query(DashboardTab):
-            title = tab.TAB_TITLE
+        for spec in self._specs:
+            title = spec.title
             yield SystemCommand(
-                f"Show {title}", f"Switch to the {title} tab", partial(self.action_show_tab, tab.TAB_ID)
+                f"Show {title}", f"Switch to the {title} tab", partial(self.action_show_tab, spec.tab_id)
             )
-            for action, description in tab_actions(tab):
+            for action, description in tab_actions(spec.load()):
                 yield SystemCommand(
-                    f"{tab.TAB_TITLE}: {description}",
-                    f"Runs on the {tab.TAB_TITLE} tab",
-                    partial(self._run_tab_action, tab, action),
+                    f"{title}: {description}",
+                    f"Runs on the {title} tab",
+                    partial(self._run_tab_action, spec.tab_id, action),
                 )
 
-    async def _run_tab_action(self, tab: DashboardTab, action: str) -> None:
-        self.action_show_tab(tab.TAB_ID)
-        await tab.run_action(action)
+    async def _run_tab_action(self, tab_id: str, action: str) -> None:
+        await self.action_show_tab(tab_id)
+        await (await self.tab(tab_id)).run_action(action)
 
 
-def tab_actions(tab: DashboardTab) -> list[tuple[str, str]]:
+def tab_actions(tab: type[DashboardTab] | DashboardTab) -> list[tuple[str, str]]:
     """(action, description) for each described binding of a tab, without repeats."""
+    from tfgpu_tui.ui.help_screen import described_bindings
+
     seen: dict[str, str] = {}
     for binding in described_bindings(list(tab.BINDINGS)):
         seen.setdefault(binding.action, binding.description)

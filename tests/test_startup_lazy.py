@@ -1,0 +1,83 @@
+"""Start-up imports and builds only what the first frame needs; the rest comes on first use."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+from textual.widgets import TabbedContent
+from waiting import wait_until
+
+from tfgpu_tui.cli import build_parser
+from tfgpu_tui.commands import COMMAND_MODULES
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TAB_SPECS, TfgpuApp
+from tfgpu_tui.ui.tab_base import DashboardTab
+
+LATER = ("environment", "training", "batch_probe", "hosts", "help_screen")
+
+
+def modules_after(code: str) -> list[str]:
+    """The tfgpu_tui and tensorflow modules a fresh interpreter has imported after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_app_module_imports_no_other_tab_and_no_command() -> None:
+    loaded = modules_after("import tfgpu_tui.ui.app")
+    assert "tfgpu_tui.ui.monitor" in loaded
+    assert not [name for name in LATER if f"tfgpu_tui.ui.{name}" in loaded]
+    assert not [name for name in loaded if name.startswith(("tfgpu_tui.commands.", "tensorflow"))]
+
+
+@pytest.mark.parametrize(
+    ("argv", "registered"),
+    [
+        ([], ()),
+        (["--demo", "--log", "gpus"], ()),  # "gpus" is the value of --log here
+        (["--interval", "2", "gpus", "--json"], ("gpus",)),
+        (["serve", "--help"], ("serve",)),
+        (["--help"], COMMAND_MODULES),
+        (["bogus"], COMMAND_MODULES),  # argparse lists every command in its error
+        (["--interval", "abc"], COMMAND_MODULES),
+    ],
+)
+def test_only_the_named_command_is_registered(argv: list[str], registered: tuple[str, ...]) -> None:
+    parser = build_parser(argv)
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert tuple(subparsers.choices) == registered
+
+
+def test_the_dashboard_command_line_imports_no_command_module() -> None:
+    loaded = modules_after(
+        "from tfgpu_tui.cli import build_parser; build_parser(['--demo']).parse_args(['--demo'])"
+    )
+    assert not [name for name in loaded if name.startswith("tfgpu_tui.commands.")]
+
+
+def test_tab_specs_name_the_tab_classes() -> None:
+    for spec in TAB_SPECS:
+        tab_class = spec.load()
+        assert issubclass(tab_class, DashboardTab)
+        assert (spec.tab_id, spec.title) == (tab_class.TAB_ID, tab_class.TAB_TITLE)
+
+
+async def test_a_tab_is_built_when_first_shown(tmp_path) -> None:
+    app = TfgpuApp(Settings(log_path=tmp_path / "absent.log", demo=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        tabs = app.query_one(TabbedContent)
+        assert not tabs.get_pane("environment").query_children(DashboardTab)
+        assert not tabs.get_pane("probe").query_children(DashboardTab)
+        assert tabs.get_pane("monitor").query_children(DashboardTab)
+        await wait_until(pilot, lambda: app.focused is not None)  # the Monitor has taken the focus
+        await pilot.press("4")
+        await wait_until(pilot, lambda: tabs.active == "probe" and app.focused is not None)
+        probe = tabs.get_pane("probe").query_children(DashboardTab)
+        assert len(probe) == 1 and app.focused in probe.first().query("*")
+        await pilot.press("2", "4")
+        await wait_until(pilot, lambda: tabs.active == "probe")
+        assert len(tabs.get_pane("probe").query_children(DashboardTab)) == 1  # built once
