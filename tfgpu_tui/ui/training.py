@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 
 from tfgpu_tui.access import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
 from tfgpu_tui.training.follow import FileState
@@ -481,7 +482,11 @@ class TrainingTab(DashboardTab):
         )
         options.display = True
         options.add_options(
-            Option(Text.assemble((f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (str(c.path), "cyan")))
+            Option(
+                Text.assemble(
+                    (f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (clean_line(str(c.path)), "cyan")
+                )
+            )
             for c in self.candidates
         )
         options.highlighted = 0
