@@ -1,0 +1,120 @@
+"""SVG snapshots of every tab at 80x24 and 120x40 on the demo source (pytest-textual-snapshot).
+
+The demo is made repeatable here: the simulated GPUs run on a fixed clock, the host line's CPU/memory and
+the refresh cost are fixed, the user and host names are fixed, the Training tab follows a copy of a fixed log
+(by a relative path), and the Batch probe sees no GPU. Update with ``pytest tests/test_snapshots.py
+--snapshot-update`` after a deliberate change, and look at the SVGs in ``tests/__snapshots__/`` before
+committing them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import shutil
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from waiting import wait_until
+
+from tfgpu_tui.gpu import sampler as sampler_module
+from tfgpu_tui.gpu import simulated
+from tfgpu_tui.gpu.model import HostStats
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import batch_probe, monitor
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+
+FIXED_NOW = 1_767_225_600.0  # 2026-01-01 00:00 UTC
+HOST = HostStats(cpu_percent=37.0, cpu_count=16, memory_used_mib=24_576.0, memory_total_mib=128_000.0)
+SIZES = [(80, 24), (120, 40)]
+TRAINING_LOG = Path(__file__).parent / "fixtures" / "training" / "screenshot_demo.log"
+
+
+class FrozenSource(simulated.SimulatedSource):
+    """The demo's simulated GPUs at one fixed instant, on a fixed host."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("clock", lambda: FIXED_NOW)
+        super().__init__(*args, **kwargs)
+
+    def stats(self) -> HostStats:
+        return HOST
+
+
+class FrozenPerfCounter:
+    """`time` for the modules that print what a refresh cost: perf_counter stands still (0.0 ms)."""
+
+    @staticmethod
+    def perf_counter() -> float:
+        return 0.0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+@pytest.fixture
+def frozen_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Fix what the demo takes from the clock and the machine; the working directory holds train.log."""
+    monkeypatch.setattr(simulated, "SimulatedSource", FrozenSource)
+    monkeypatch.setattr(getpass, "getuser", lambda: "ana")
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-box")
+    for module in (sampler_module, monitor):
+        monkeypatch.setattr(module, "time", FrozenPerfCounter())
+    monkeypatch.setattr(batch_probe, "gpu_devices", lambda: [])
+    shutil.copy(TRAINING_LOG, tmp_path / "train.log")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def demo_app(tab: str) -> TfgpuApp:
+    settings = Settings(
+        demo=True,
+        python="python3",
+        log_path=Path("train.log"),
+        log_path_given=True,
+        checkpoints_dir=Path("ckpt"),
+    )
+    return TfgpuApp(settings, initial_tab=tab)
+
+
+async def monitor_ready(pilot: Pilot) -> None:
+    tab = pilot.app.query_one(MonitorTab)
+    await wait_until(pilot, lambda: tab.snapshot is not None and pilot.app.all_alerts, timeout=20)
+    await pilot.pause(1.0)
+
+
+async def environment_ready(pilot: Pilot) -> None:
+    tab = pilot.app.query_one(EnvironmentTab)
+    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=20)
+    tab.reveal("cuda_libraries")  # a finding with a fix
+    await pilot.pause(0.5)
+
+
+async def training_ready(pilot: Pilot) -> None:
+    table = pilot.app.query_one(EpochTable)
+    await wait_until(pilot, lambda: table.row_count >= 1, timeout=20)
+    await pilot.pause(2.5)  # the plots are drawn at most every 2 s
+
+
+async def probe_ready(pilot: Pilot) -> None:
+    await pilot.pause(0.5)
+
+
+READY: dict[str, Callable[[Pilot], object]] = {
+    "monitor": monitor_ready,
+    "environment": environment_ready,
+    "training": training_ready,
+    "probe": probe_ready,
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("tab", list(READY))
+def test_tab_snapshot(snap_compare, frozen_demo: Path, tab: str, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(tab), terminal_size=size, run_before=READY[tab])
