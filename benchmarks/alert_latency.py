@@ -128,10 +128,20 @@ def start_jupyter(bench: Bench) -> tuple[dict, int]:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     info = json.loads(wait_for(lambda: next(runtime.glob("jpserver-*.json"), None)).read_text())
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def answers() -> bool:  # the runtime file can come before the server listens
+        try:
+            opener.open(f"http://127.0.0.1:{info['port']}/jp/api/status", timeout=5).close()
+        except OSError as error:
+            return getattr(error, "code", None) is not None  # an HTTP answer (even 403) means it listens
+        return True
+
+    wait_for(answers, step=0.1)
     url = f"http://127.0.0.1:{info['port']}/jp/api/sessions"
     body = json.dumps({"path": "work/analysis.ipynb", "type": "notebook", "kernel": {"name": "python3"}})
     request = urllib.request.Request(url, body.encode(), {"Authorization": f"token {token}"}, method="POST")
-    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as response:
+    with opener.open(request, timeout=30) as response:
         kernel_id = json.loads(response.read())["kernel"]["id"]
     import psutil
 

@@ -58,6 +58,15 @@ async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
     raise AssertionError("the kernel never reported idle")
 
 
+def _answers(server: dict) -> bool:
+    try:
+        _api(server, "GET", "api/status")
+    except OSError:
+        time.sleep(0.1)
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory: pytest.TempPathFactory):
     """A real jupyter_server with one notebook session; yields the runtime info plus kernel id and PID."""
@@ -87,6 +96,7 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory):
         wait_for(lambda: list(runtime.glob("jpserver-*.json")), timeout=60)
         info = json.loads(next(runtime.glob("jpserver-*.json")).read_text())
         info["url"] = f"http://127.0.0.1:{info['port']}{info['base_url']}"
+        wait_for(lambda: _answers(info), timeout=60)  # the runtime file can come before the server listens
         session = _api(
             info,
             "POST",

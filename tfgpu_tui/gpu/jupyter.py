@@ -271,6 +271,7 @@ class JupyterResolver:
         self._stamp = 0.0
         self._running = False
         self._extra_dirs: set[Path] = set()
+        self._asked_again: set[str] = set()
 
     def _refresh(self) -> None:
         with self._lock:
@@ -289,8 +290,12 @@ class JupyterResolver:
                 self._extra_dirs.add(runtime_dir)
                 self._stamp = 0.0
             age = time.monotonic() - self._stamp
+            # a kernel the last answer did not list: ask once more soon (a notebook opened since), only once
             unknown = self._result is not None and kernel_id not in self._result.sessions
-            due = self._result is None or age >= SESSIONS_TTL_SECONDS or (unknown and age >= 1.0)
+            early = unknown and age >= 1.0 and kernel_id not in self._asked_again
+            if early:
+                self._asked_again.add(kernel_id)
+            due = self._result is None or age >= SESSIONS_TTL_SECONDS or early
             inline = self._result is None or not self._background
             if due and not self._running:
                 self._running = True
