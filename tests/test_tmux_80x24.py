@@ -1,0 +1,115 @@
+"""A real terminal at 80x24: `tfgpu-tui --demo` runs in tmux (a private server), the screen is read back with
+`tmux capture-pane`, and each tab (keys 1-4) and the help screen must show what they are for."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waiting import wait_for
+
+NO_TMUX = "tmux is not installed (apt install tmux)"
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)
+
+FIX = "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"  # the demo's fix for its CUDA-libraries finding
+
+
+class Terminal:
+    """One tmux server of its own, one 80x24 window running the command."""
+
+    def __init__(self, command: list[str], env: dict[str, str], width: int = 80, height: int = 24) -> None:
+        self.socket = f"tfgpu-test-{uuid.uuid4().hex[:8]}"
+        self.env = env
+        line = " ".join(_quote(part) for part in command)
+        self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), "-s", "app", line)
+
+    def tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", os.devnull, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=10,
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "app")
+
+    def lines(self) -> list[str]:
+        return self.screen().splitlines()
+
+    def press(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "app", *keys)
+
+    def size(self) -> tuple[int, int]:
+        shown = self.tmux("display-message", "-p", "-t", "app", "#{pane_width} #{pane_height}")
+        width, height = shown.split()
+        return int(width), int(height)
+
+    def wait_for(self, *texts: str, timeout: float = 30.0) -> str:
+        """Wait until every text is on the screen; the screen then."""
+        try:
+            wait_for(lambda: all(text in self.screen() for text in texts), timeout)
+        except AssertionError:
+            raise AssertionError(f"not on screen: {texts}\n{self.screen()}") from None
+        return self.screen()
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+def _quote(part: str) -> str:
+    return "'" + part.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env["TERM"] = "xterm-256color"
+    env.pop("NO_COLOR", None)
+    term = Terminal([sys.executable, "-m", "tfgpu_tui", "--demo"], env)
+    try:
+        yield term
+    finally:
+        term.close()
+
+
+def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
+    assert terminal.size() == (80, 24)
+    # Monitor (the first tab shown): the GPUs, alerts and the process table with its rows.
+    screen = terminal.wait_for("SIMULATED", "Processes", "A100", "train.py")
+    assert "PID" in screen and "GPU mem" in screen
+    # Environment: the list with a readable Found column; the selected finding's fix whole on one line.
+    terminal.press("1")
+    screen = terminal.wait_for("Check", "Found", "FAILURE", "NVIDIA driver  ")
+    found = next(line for line in terminal.lines() if "NVIDIA driver  " in line)
+    assert len(found.split("NVIDIA driver", 1)[1].strip()) >= 16, found
+    for _ in range(7):  # down to "CUDA libraries TensorFlow loads"
+        terminal.press("Down")
+    terminal.wait_for("Fix  (c copies it)")
+    assert any(line.strip() == FIX for line in terminal.lines()), terminal.screen()
+    # Training: the epoch table's priority columns, the problems pane.
+    terminal.press("3")
+    screen = terminal.wait_for("epoch", "loss", "val_loss", "time", "writer")
+    header = next(line for line in terminal.lines() if line.split()[:3] == ["epoch", "loss", "val_loss"])
+    assert "val_lo…" not in header
+    # Batch probe: every field, both checkboxes and Start on screen.
+    terminal.press("4")
+    fields = ("Model", "Device", "Budget MB", "Max batch", "Mixed precision", "fp32 vs mixed")
+    screen = terminal.wait_for(*fields)
+    assert "Start" in screen and "Cancel" in screen
+    # Help: fits, titled, closes with escape.
+    terminal.press("?")
+    terminal.wait_for("Key bindings", "esc closes")
+    terminal.press("Escape")
+    terminal.wait_for("Max batch")
+    # Quitting ends the program (the pane's command exits).
+    terminal.press("q")
+    wait_for(lambda: terminal.tmux("list-panes", "-a") == "", 15)
