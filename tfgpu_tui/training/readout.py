@@ -109,7 +109,8 @@ class RunReadout:
 
     def stopped_by(self) -> Problem | None:
         """The problem that ended the last fit() run early (an exception, the OOM killer, NaN), if any."""
-        key = STOPPED_BY.get(self.finish_reason())
+        reason = self.finish_reason()
+        key = STOPPED_BY.get(reason) if reason is not None else None
         return None if key is None else self.problems.get(key)
 
     def latest_fit_epochs(self) -> list[EpochRecord]:

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.env.diagnoses import diagnose_line
@@ -68,18 +69,24 @@ AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line
 class TrainingRun(RunReadout):
     """Everything parsed from one log so far (owned by one thread; others read `snapshot()`)."""
 
+    current: LiveState
+    epochs: list[EpochRecord]
+    problems: dict[str, Problem]
+    run_infos: list[RunInfo]
+    checkpoints: list[AnnouncedCheckpoint]
+
     def __init__(self, context: EpochStart | None = None, continues: bool = False) -> None:
         """`context`: the epoch in progress where reading starts; `continues`: reading starts inside a fit()
         run that began earlier in the file (so `absorb_history` joins the two)."""
-        self.epochs: list[EpochRecord] = []
+        self.epochs = []
         self.current = LiveState()
-        self.problems: dict[str, Problem] = {}
+        self.problems = {}
         self.curve: list[tuple[int, float]] = []  # (step, loss) within the current epoch
         self.lines: deque[str] = deque(maxlen=MAX_VIEW_LINES)
         self.live = ""  # the unfinished last line, cleaned
         self.fit_run = 0
-        self.run_infos: list[RunInfo] = []
-        self.checkpoints: list[AnnouncedCheckpoint] = []
+        self.run_infos = []
+        self.checkpoints = []
         self.context_given = context is not None or continues
         self.scanned_lines = 0  # set by a history scan
         self._tracebacks = known.TracebackTracker()
@@ -245,7 +252,7 @@ class TrainingRun(RunReadout):
         self._last_rate = None
         self._awaiting = None
 
-    def _set_info(self, **changes: object) -> None:
+    def _set_info(self, **changes: Any) -> None:
         if not self.run_infos:
             self._new_run()
         self.run_infos[-1] = replace(self.run_infos[-1], **changes)
