@@ -259,3 +259,30 @@ def test_docs_list_exactly_the_finish_reasons_and_run_keys():
     keys = re.search(r"`runs`: every `fit\(\)` run, oldest first: `\{([^}]+)\}`", text).group(1)
     run = read("fit_epochs1_loop.log").run.runs()[0]
     assert [key.strip() for key in keys.split(",")] == list(run.as_dict())
+
+
+def test_keras3_without_carriage_returns_prints_the_last_step_twice_for_one_epoch():
+    run = feed(
+        "Epoch 1/2\n"
+        "3/5 ━━━━━━━━━━━━ 0s 10ms/step - loss: 0.6000\n"
+        "5/5 ━━━━━━━━━━━━━━━━━━━━ 0s 10ms/step - loss: 0.5000\n"  # not final: Windows has no \r
+        "Epoch 1: val_loss improved from inf to 0.40000, saving model to best.keras\n"
+        "5/5 ━━━━━━━━━━━━━━━━━━━━ 1s 20ms/step - loss: 0.5000 - val_loss: 0.4000\n"
+        "Epoch 2/2\n"
+    )
+    assert [(e.epoch, dict(e.metrics)) for e in run.epochs] == [(1, {"loss": 0.5, "val_loss": 0.4})]
+    assert run.epochs[0].seconds == 1 and [c.epoch for c in run.checkpoints] == [1]
+
+
+def test_utf16_log_truncated_and_rewritten_as_utf8_is_followed(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"\xff\xfe" + "Epoch 1/1\r\n5/5 - 1s - loss: 0.5000\r\n".encode("utf-16-le"))
+    watch = LogWatch(log)
+    watch.read_all()
+    assert [e.metrics["loss"] for e in watch.run.epochs] == [0.5]
+    log.write_bytes(b"Epoch 1/1\n")  # `>` again, from a shell writing UTF-8
+    watch.poll()
+    with log.open("ab") as handle:
+        handle.write(b"5/5 - 1s - loss: 0.2500\n")
+    watch.poll()
+    assert "truncated" in watch.events and [e.metrics["loss"] for e in watch.run.epochs][-1] == 0.25
