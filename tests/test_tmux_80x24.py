@@ -17,6 +17,7 @@ from waiting import wait_for
 NO_TMUX = "tmux is not installed (apt install tmux)"
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)
 
+PRIORITY_COLUMNS = ["epoch", "loss", "val_loss", "time"]
 FIX = "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"  # the demo's fix for its CUDA-libraries finding
 
 
@@ -93,13 +94,17 @@ def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
     assert len(found.split("NVIDIA driver", 1)[1].strip()) >= 16, found
     for _ in range(7):  # down to "CUDA libraries TensorFlow loads"
         terminal.press("Down")
-    terminal.wait_for("Fix  (c copies it)")
-    assert any(line.strip() == FIX for line in terminal.lines()), terminal.screen()
+    terminal.wait_for("CUDA libraries TensorFlow loads  ✘", "Fix  (c copies it)")
+    wait_for(lambda: any(line.strip() == FIX for line in terminal.lines()), 10)  # whole, on a line of its own
     # Training: the epoch table's priority columns, the problems pane.
     terminal.press("3")
-    screen = terminal.wait_for("epoch", "loss", "val_loss", "time", "writer")
-    header = next(line for line in terminal.lines() if line.split()[:3] == ["epoch", "loss", "val_loss"])
-    assert "val_lo…" not in header
+    terminal.wait_for("writer", "checkpoint")
+
+    def epoch_header() -> str | None:
+        return next((line for line in terminal.lines() if line.split()[:4] == PRIORITY_COLUMNS), None)
+
+    wait_for(lambda: epoch_header() is not None, 10)
+    assert "…" not in epoch_header()
     # Batch probe: every field, both checkboxes and Start on screen.
     terminal.press("4")
     fields = ("Model", "Device", "Budget MB", "Max batch", "Mixed precision", "fp32 vs mixed")
