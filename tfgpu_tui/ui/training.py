@@ -31,7 +31,7 @@ from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.report import evaluation_text, format_value, status_parts
-from tfgpu_tui.training.run import TrainingRun, format_seconds
+from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -55,7 +55,7 @@ class RunSnapshot(Message):
     def __init__(
         self,
         path: Path,
-        run: TrainingRun,
+        run: TrainingSnapshot,
         state: FileState,
         idle: float,
         backfill: tuple[int, int] | None,
@@ -146,7 +146,7 @@ class TrainingTab(DashboardTab):
         super().__init__(settings)
         self.path = Path(settings.log_path)
         self.writer_pid: int | None = None
-        self.run: TrainingRun | None = None
+        self.run: TrainingSnapshot | None = None
         self.oversight: OversightState | None = None
         self._latest: RunSnapshot | None = None
         self._plots_key: tuple = ()
@@ -373,7 +373,7 @@ class TrainingTab(DashboardTab):
             text.append(f"  {oversight.checkpoint_warning}", "yellow")
         self.query_one("#training-context", Static).update(text)
 
-    def _draw_progress(self, run: TrainingRun) -> None:
+    def _draw_progress(self, run: TrainingSnapshot) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
         cur = run.current
         # An unknown total would make the bar animate (15 redraws a second): hide it instead.
@@ -381,7 +381,7 @@ class TrainingTab(DashboardTab):
         if cur.total_steps:
             bar.update(total=cur.total_steps, progress=cur.step or 0)
 
-    def _draw_plots(self, run: TrainingRun, force: bool = False) -> None:
+    def _draw_plots(self, run: TrainingSnapshot, force: bool = False) -> None:
         """Redraw the two plots when their data changed, at most every PLOT_REDRAW_SECONDS (plotext redraws
         are the tab's main cost); `force` redraws now (the tab was just shown)."""
         epochs = run.latest_fit_epochs()
@@ -399,7 +399,7 @@ class TrainingTab(DashboardTab):
         self.query_one(EpochLossPlot).show(epochs)
         self.query_one(StepLossPlot).show(run.curve, run.current.epoch)
 
-    def _draw_table(self, run: TrainingRun) -> None:
+    def _draw_table(self, run: TrainingSnapshot) -> None:
         self.query_one(EpochTable).show(run.epochs)
 
     def _draw_problems(self, problems: list[Problem]) -> None:
@@ -422,7 +422,7 @@ class TrainingTab(DashboardTab):
                 text.append(problem.line[:200], "dim")
         self.query_one("#training-problems", Static).update(text)
 
-    def _draw_lines(self, run: TrainingRun) -> None:
+    def _draw_lines(self, run: TrainingSnapshot) -> None:
         widget = self.query_one("#training-lines", Static)
         height = max(widget.size.height, 5)
         lines = run.view_lines()[-height:]
