@@ -1,4 +1,5 @@
-"""Regenerate screenshots/*.svg: one SVG per tab, from the demo (simulated GPUs, labelled SIMULATED).
+"""Regenerate screenshots/*.svg: one SVG per tab at 160x48, and the Monitor at 80x24, from the demo (simulated
+GPUs, labelled SIMULATED).
 
 Usage: python scripts/make_screenshots.py [--only monitor,training] [--out screenshots]
 
@@ -32,6 +33,7 @@ class Shot:
     ready: Callable[[TfgpuApp], bool]
     keys: tuple[str, ...] = ()
     timeout: float = 120.0
+    size: tuple[int, int] = SIZE
 
 
 def _environment_ready(app: TfgpuApp) -> bool:
@@ -66,6 +68,7 @@ def _settled(app: TfgpuApp, seconds: float) -> bool:
 
 SHOTS = {
     "monitor": Shot("monitor", lambda: Settings(demo=True), _monitor_ready),
+    "monitor-80x24": Shot("monitor", lambda: Settings(demo=True), _monitor_ready, size=(80, 24)),
     "environment": Shot("environment", lambda: Settings(demo=True), _environment_ready, ("down",) * 7),
     "training": Shot(
         "training",
@@ -83,7 +86,7 @@ SHOTS = {
 async def take(name: str, shot: Shot, out: Path) -> Path:
     """Run the app on the shot's tab until it is ready, press its keys, and save the SVG."""
     app = TfgpuApp(shot.settings(), initial_tab=shot.tab)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=shot.size) as pilot:
         await prepare(name, app, pilot)
         deadline = time.monotonic() + shot.timeout
         while not shot.ready(app):
