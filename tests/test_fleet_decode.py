@@ -10,7 +10,8 @@ import pytest
 from tfgpu_tui.fleet.addresses import prometheus_url, remote_list
 from tfgpu_tui.fleet.collector import Exporter, exposition, registry_for
 from tfgpu_tui.fleet.decode import OTHER_COMMAND, group_by_instance
-from tfgpu_tui.fleet.readers import exporter_samples, metrics_url, parse_time, target_key
+from tfgpu_tui.fleet.fast_parse import plain_samples
+from tfgpu_tui.fleet.readers import exporter_samples, metrics_url, parse_time, parsed_samples, target_key
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.settings import Settings
@@ -89,3 +90,29 @@ def test_cli_fleet_options() -> None:
     assert settings_from_args(args).prometheus_url == "http://prom:9090"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--prometheus", "http://p:9090", "--remote", "a:1"])
+
+
+def test_fast_path_reads_what_the_full_parser_reads() -> None:
+    text = (
+        "# HELP tfgpu_alert_active x\n# TYPE tfgpu_alert_active gauge\n"
+        'tfgpu_alert_active{kind="stale_vram",subject="PID 1 \\"a\\\\b\\"\\nc"} 1.0\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h"} 4.5e+01\n'
+        'tfgpu_training_loss{log="/x"} NaN\n'
+        "other_metric 3\n"
+        "tfgpu_up 1 1700000000000\n"
+    )
+    fast = exporter_samples(text, "i")
+    slow = parsed_samples(text, "i")
+    key = lambda s: (s[0], sorted(s[1].items()), str(float(s[2])))  # noqa: E731
+    assert sorted(map(key, fast)) == sorted(map(key, slow))
+    assert next(s for s in fast if s[0] == "tfgpu_alert_active")[1]["subject"] == 'PID 1 "a\\b"\nc'
+    assert [s[0] for s in fast] == [
+        "tfgpu_alert_active",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "tfgpu_training_loss",
+        "tfgpu_up",
+    ]
+    # a line the fast path does not know (OpenMetrics exemplar) goes to the full parser
+    odd = 'tfgpu_up{a="b"} 1 # {trace_id="x"} 1\n'
+    with pytest.raises(ValueError):
+        plain_samples(odd, "i", ("tfgpu_up",))

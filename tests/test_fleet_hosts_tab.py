@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from fleet_helpers import free_port, stop
-from textual.widgets import DataTable, TabbedContent
+from textual.widgets import TabbedContent
 from waiting import wait_until
 
 from tfgpu_tui.fleet.readers import DirectReader
@@ -17,6 +17,7 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.host_detail import HostDetailScreen
 from tfgpu_tui.ui.hosts import HostsTab
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
+from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 
@@ -65,8 +66,8 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
             children[1] = demo_exporter(ports[1], "gpu-b")
             await wait_until(pilot, lambda: row(tab, keys[1])[1] == "up", timeout=10)
 
-            table = app.query_one(DataTable)
-            table.move_cursor(row=table.get_row_index(keys[0]))
+            table = app.query_one(HostsTable)
+            table.move_to(keys[0])
             await wait_until(pilot, lambda: app.focused is table)
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))

@@ -23,7 +23,6 @@ from fleet_helpers import (
     value_of,
     wait_scrapes,
 )
-from textual.widgets import DataTable
 from waiting import wait_until
 
 from tfgpu_tui.fleet.readers import PrometheusReader
@@ -32,6 +31,7 @@ from tfgpu_tui.training.synthetic import keras3_epoch, keras3_log, loss_at
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.host_detail import HostDetailScreen
 from tfgpu_tui.ui.hosts import HostsTab
+from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 pytestmark = pytest.mark.skipif(
@@ -233,8 +233,8 @@ async def test_fleet_view_on_prometheus_shows_both_hosts(fleet: Fleet) -> None:
         assert alpha[6].startswith("epoch 3/5 step ") and " loss " in alpha[6] and " ETA " in alpha[6]
         assert beta[1:5] == ["up", "1× A100-SXM4-80GB", "88 % (max 88)", "4.0/80.0 GiB"]
         assert beta[5] == f"warning: stale vram: PID {fleet.idle}"
-        table = app.query_one(DataTable)
-        table.move_cursor(row=table.get_row_index(fleet.alpha_target))
+        table = app.query_one(HostsTable)
+        table.move_to(fleet.alpha_target)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))
         screen = app.screen

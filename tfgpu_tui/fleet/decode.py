@@ -45,6 +45,12 @@ _TRAINING_FIELDS = {
 }
 _WHOLE = {"epoch", "total_epochs", "step", "total_steps"}
 OTHER_COMMAND = "other processes (summed)"
+_OTHERS = (
+    names.EXPORTER_INFO, names.UP, names.NVML_UNAVAILABLE, names.HOST_CPU, names.HOST_CPU_COUNT,
+    names.HOST_MEMORY_USED, names.HOST_MEMORY_TOTAL, names.ALERT, names.TRAINING_METRIC,
+)  # fmt: skip
+# every metric the decoder reads: readers may skip the rest before parsing their lines
+DECODED = (*_DEVICE_FIELDS, *_PROCESS_FIELDS, *_TRAINING_FIELDS, *_OTHERS)
 
 
 @dataclass

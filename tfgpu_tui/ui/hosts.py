@@ -13,13 +13,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Static, TabbedContent
+from textual.widgets import Static, TabbedContent
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot, TrainingSummary
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 
 COLUMNS = ("Host", "State", "GPUs", "Util", "Memory", "Worst alert", "Training", "Last scrape")
 SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
@@ -113,13 +114,9 @@ class HostsTab(DashboardTab):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the fleet…", id="fleet-caption")
-        table: DataTable = DataTable(id="hosts-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield HostsTable(COLUMNS, id="hosts-table")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
         self.call_after_refresh(self._focus_if_shown)
         self._read_loop()
 
@@ -134,7 +131,7 @@ class HostsTab(DashboardTab):
 
     def focus_default(self) -> None:
         """The hosts table (once composed: the tab may be built on first show)."""
-        tables = self.query(DataTable)
+        tables = self.query(HostsTable)
         if tables:
             tables.first().focus()
 
@@ -163,39 +160,28 @@ class HostsTab(DashboardTab):
         caption = f"{len(view.hosts)} hosts, {up} up · from {view.source} · read in {view.read_ms:.0f} ms"
         if view.error:
             caption = f"{view.error} · {caption}"
-        self.query_one("#fleet-caption", Static).update(Text(caption, style="bold red" if view.error else ""))
-        table = self.query_one(DataTable)
-        keys = [h.key for h in view.hosts]
-        for gone in set(self._cells) - set(keys):
-            table.remove_row(gone)
-            del self._cells[gone]
-        for host in view.hosts:
-            cells = host_cells(host)
-            previous = self._cells.get(host.key)
-            if previous is None:
-                table.add_row(*cells, key=host.key)
-            else:
-                for column, old, new in zip(COLUMNS, previous, cells, strict=True):
-                    if old != new:
-                        table.update_cell(host.key, column, new)
-            self._cells[host.key] = cells
+        self.query_one("#fleet-caption", Static).update(
+            Text(caption, style="bold red" if view.error else ""), layout=False
+        )  # one line of fixed height: no re-layout of the screen
+        rows = [(host.key, host_cells(host)) for host in view.hosts]
+        self._cells = dict(rows)
+        self.query_one(HostsTable).show_rows(rows)
         from tfgpu_tui.ui.host_detail import HostDetailScreen
 
         screen = self.app.screen
         if isinstance(screen, HostDetailScreen):
-            fresh = next((h for h in view.hosts if h.key == screen.key), None)
-            if fresh is not None:
-                screen.show(fresh)
+            shown = next((h for h in view.hosts if h.key == screen.key), None)
+            if shown is not None:
+                screen.show(shown)
 
     def selected_host(self) -> HostSnapshot | None:
-        table = self.query_one(DataTable)
-        if self.view is None or not table.row_count:
+        key = self.query_one(HostsTable).selected_key
+        if self.view is None or key is None:
             return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return next((h for h in self.view.hosts if h.key == key), None)
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(HostsTable.Chosen)
+    def _host_chosen(self, event: HostsTable.Chosen) -> None:
         event.stop()
         self.action_open_host()
 
