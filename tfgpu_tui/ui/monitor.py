@@ -33,6 +33,7 @@ from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowT
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
+from tfgpu_tui.ui.widgets.gpu_format import set_level_colors
 from tfgpu_tui.ui.widgets.history_series import GpuHistory, relative_series
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import (
@@ -178,7 +179,18 @@ class MonitorTab(DashboardTab):
         yield Static(id="kill-status")
 
     def on_mount(self) -> None:
+        self._use_theme_colors()
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._use_theme_colors())
         self._sample_loop()
+
+    def _use_theme_colors(self) -> None:
+        """Bars and load figures take the theme's success, warning and error colours."""
+        variables = self.app.theme_variables
+        set_level_colors(
+            variables.get("success", "green"),
+            variables.get("warning", "yellow"),
+            variables.get("error", "red"),
+        )
 
     def on_unmount(self) -> None:
         with self._lock:

@@ -35,15 +35,26 @@ def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
 duration_text = running_text  # a process's running time, as `tfgpu-tui gpus` prints it too
 
 
+# The looks of a load level. Plain defaults for use without an app; the Monitor sets the theme's colours
+# ($success, $warning, $error) with `set_level_colors` when it mounts and when the theme changes.
+LEVEL_STYLES = {"unknown": "dim", "ok": "green", "warn": "yellow", "critical": "bold red"}
+
+
+def set_level_colors(ok: str, warn: str, critical: str) -> None:
+    """Use these colours (Rich colour strings, e.g. a theme's hex values) for the load levels."""
+    LEVEL_STYLES.update(ok=ok, warn=warn, critical=f"bold {critical}")
+
+
 def level_style(percent: float | None, warn: float = 75.0, critical: float = 90.0) -> str:
-    """Colour for a load figure: green while low, yellow from `warn`, red from `critical`."""
+    """Colour for a load figure: the theme's success colour while low, warning from `warn`, error from
+    `critical`."""
     if percent is None:
-        return "dim"
+        return LEVEL_STYLES["unknown"]
     if percent >= critical:
-        return "bold red"
+        return LEVEL_STYLES["critical"]
     if percent >= warn:
-        return "yellow"
-    return "green"
+        return LEVEL_STYLES["warn"]
+    return LEVEL_STYLES["ok"]
 
 
 def bar(percent: float | None, width: int, style: str) -> Text:

@@ -292,6 +292,7 @@ class ProcessTable(ScrollView, can_focus=True):
         self._lines: dict[int, tuple[tuple[object, ...], Strip]] = {}  # row index -> (looks, rendered line)
         self._header: tuple[tuple[object, ...], Strip] | None = None
         self._styled = _SegmentCache()
+        self._styles: dict[str, Style] = {}  # base style by component class ("" for the widget's own)
 
     # --- public API ---------------------------------------------------------------------------------------
 
@@ -457,7 +458,7 @@ class ProcessTable(ScrollView, can_focus=True):
             return self._header_line(width)
         index = round(self.scroll_offset.y) + y - 1
         if not 0 <= index < len(self._rows):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style(""))
         cells = self._rows[index].cells
         cursor = index == self._cursor
         focused = cursor and self.has_focus
@@ -469,7 +470,7 @@ class ProcessTable(ScrollView, can_focus=True):
             name = "process-table--cursor" if self.has_focus else "process-table--cursor-blurred"
         else:
             name = "process-table--odd-row" if index % 2 else ""
-        base = self.rich_style + self.get_component_rich_style(name) if name else self.rich_style
+        base = self._base_style(name)
         segments = _line_segments(cells, self._widths, self.command_offset, self._styled, self.app.console)
         line = Strip(segments).crop_extend(0, width, None).apply_style(base)
         self._lines[index] = (looks, line)
@@ -484,10 +485,27 @@ class ProcessTable(ScrollView, can_focus=True):
             if self.sort_mark is not None and self.sort_mark[0] == key:
                 label = f"{label}{'▼' if self.sort_mark[1] else '▲'}"
             labels.append(label)
-        base = self.rich_style + self.get_component_rich_style("process-table--header")
+        base = self._base_style("process-table--header")
         line = self._strip(_line_text(tuple(labels), self._widths, 0), width, base)
         self._header = (looks, line)
         return line
+
+    def _base_style(self, component: str) -> Style:
+        """The widget's style with a component class's on top (cached: working it out walks up the DOM)."""
+        style = self._styles.get(component)
+        if style is None:
+            style = (
+                self.rich_style + self.get_component_rich_style(component) if component else self.rich_style
+            )
+            self._styles[component] = style
+        return style
+
+    def notify_style_update(self) -> None:
+        """The CSS changed (a theme, a pseudo-class): forget the cached looks."""
+        super().notify_style_update()
+        self._styles.clear()
+        self._lines.clear()
+        self._header = None
 
     def _strip(self, text: Text, width: int, base: Style) -> Strip:
         segments = list(text.render(self.app.console))
