@@ -432,34 +432,34 @@ class TrainingRun(RunReadout):
         else:
             self.problems[problem.id] = replace(existing, count=existing.count + 1)
 
-    def _is_training_update(self, progress: Progress) -> bool:
-        """Whether an in-progress bar is the training epoch's (not an evaluate()/predict() bar after it)."""
-        if not self._epoch_open:
-            return not self.epochs and self.fit_run <= 1
-        known_total = self._epoch_total_steps
-        return known_total is None or progress.total_steps == known_total
-
     def _on_progress(self, progress: Progress, line_number: int | None, committed: bool) -> None:
         self._awaiting = None
         if progress.final and committed:
             self._on_final(progress, line_number)
             return
-        if not self._is_training_update(progress):
-            return
-        if self._epoch_open and progress.total_steps is not None:
-            self._epoch_total_steps = progress.total_steps
+        total = progress.total_steps
+        if self._epoch_open:
+            known_total = self._epoch_total_steps
+            if known_total is None:
+                self._epoch_total_steps = total
+            elif total != known_total:
+                return  # an evaluate() bar inside the epoch (a callback's)
+        elif self.epochs or self.fit_run > 1:
+            return  # an evaluate()/predict() bar after the epoch, before the next `Epoch` line
         cur = self.current
-        cur.step, cur.total_steps = progress.step, progress.total_steps
+        cur.step, cur.total_steps = progress.step, total
         if progress.step_seconds is not None and progress.per == "step":
             cur.step_seconds = progress.step_seconds
         cur.eta_seconds = progress.eta_seconds
-        if progress.metrics:
-            cur.metrics = progress.metrics  # a fresh dict per update, never changed afterwards
-        loss = progress.metrics.get("loss")
-        if committed and loss is not None:
-            self._check_loss(loss, progress.step, line_number)
-        if committed and loss is not None and not math.isnan(loss):
-            self._add_curve_point(progress.step, loss)
+        metrics = progress.metrics
+        if metrics:
+            cur.metrics = metrics  # a fresh dict per update, never changed afterwards
+            loss = metrics.get("loss")
+            if committed and loss is not None:
+                if loss != loss or loss in INFINITIES:
+                    self._check_loss(loss, progress.step, line_number)
+                else:
+                    self._add_curve_point(progress.step, loss)
 
     def _check_loss(self, loss: float, step: int | None, line_number: int | None) -> None:
         if is_bad_number(loss):
