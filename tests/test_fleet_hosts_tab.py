@@ -15,7 +15,7 @@ from tfgpu_tui.fleet.readers import DirectReader
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.host_detail import HostDetailScreen
-from tfgpu_tui.ui.hosts import HostsTab
+from tfgpu_tui.ui.hosts import COLUMNS, HostsTab
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
@@ -32,8 +32,11 @@ def demo_exporter(port: int, name: str) -> subprocess.Popen:
     return child
 
 
-def row(tab: HostsTab, key: str) -> list[str]:
-    return [str(cell) for cell in tab._cells[key]]
+def row(tab: HostsTab, key: str) -> dict[str, str]:
+    """What the table shows for a host, by column."""
+    return dict(
+        zip(COLUMNS, map(str, tab.query_one(HostsTable).cells(key) or ("",) * len(COLUMNS)), strict=True)
+    )
 
 
 async def test_hosts_come_and_go_and_open_read_only() -> None:
@@ -47,11 +50,18 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
         async with app.run_test(size=(200, 50)) as pilot:
             await pilot.press("5")
             tab = app.query_one(HostsTab)
-            await wait_until(pilot, lambda: len(tab._cells) == 3 and row(tab, keys[1])[1] == "up", timeout=15)
+            await wait_until(
+                pilot, lambda: len(tab._cells) == 3 and row(tab, keys[1])["State"] == "up", timeout=15
+            )
             a = row(tab, keys[0])
-            assert a[0] == f"gpu-a ({keys[0]})" and a[1] == "up" and a[2] == "2× A100-SXM4-80GB"
-            assert a[3].endswith(")") and " % (max " in a[3] and a[4].endswith("/160.0 GiB")
-            assert row(tab, never)[1].startswith("DOWN: ") and row(tab, never)[7] == "never"
+            assert (a["Host"], a["State"], a["GPUs"], a["Address"]) == (
+                "gpu-a",
+                "up",
+                "2× A100-SXM4-80GB",
+                keys[0],
+            )
+            assert re.fullmatch(r"\d+ % \(max \d+\)", a["Util"]) and a["Memory"].endswith("/160.0 GiB")
+            assert row(tab, never)["State"].startswith("DOWN: ") and row(tab, never)["Scraped"] == "never"
             # the numbers are the exporter's own: compare with one direct read
             reader = DirectReader([keys[0]])
             (direct,) = reader.read().hosts
@@ -59,12 +69,12 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
             assert [d.memory_total_mib for d in direct.snapshot.devices] == [81920.0, 81920.0]
 
             stop(children[1])
-            await wait_until(pilot, lambda: row(tab, keys[1])[1].startswith("DOWN: "), timeout=10)
-            assert re.search("refused|reset", row(tab, keys[1])[1])
-            assert row(tab, keys[1])[0] == f"gpu-b ({keys[1]})"  # still named, with its last known GPUs
-            assert row(tab, keys[1])[2] == "2× A100-SXM4-80GB"
+            await wait_until(pilot, lambda: row(tab, keys[1])["State"].startswith("DOWN: "), timeout=10)
+            assert re.search("refused|reset", row(tab, keys[1])["State"])
+            assert row(tab, keys[1])["Host"] == "gpu-b"  # still named, with its last known GPUs
+            assert row(tab, keys[1])["GPUs"] == "2× A100-SXM4-80GB"
             children[1] = demo_exporter(ports[1], "gpu-b")
-            await wait_until(pilot, lambda: row(tab, keys[1])[1] == "up", timeout=10)
+            await wait_until(pilot, lambda: row(tab, keys[1])["State"] == "up", timeout=10)
 
             table = app.query_one(HostsTable)
             table.move_to(keys[0])

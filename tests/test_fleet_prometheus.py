@@ -30,7 +30,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.synthetic import keras3_epoch, keras3_log, loss_at
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.host_detail import HostDetailScreen
-from tfgpu_tui.ui.hosts import HostsTab
+from tfgpu_tui.ui.hosts import COLUMNS, HostsTab
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
@@ -221,19 +221,22 @@ async def test_fleet_view_on_prometheus_shows_both_hosts(fleet: Fleet) -> None:
         await pilot.press("5")
         tab = app.query_one(HostsTab)
         await wait_until(pilot, lambda: tab.view is not None and len(tab.view.hosts) == 2, timeout=15)
-        rows = {str(cells[0]): [str(c) for c in cells] for cells in tab._cells.values()}
-        alpha = rows[f"alpha ({fleet.alpha_target})"]
-        beta = rows[f"beta ({fleet.beta_target})"]
-        assert alpha[1:5] == [
+        table = app.query_one(HostsTable)
+        alpha = dict(zip(COLUMNS, map(str, table.cells(fleet.alpha_target) or ()), strict=True))
+        beta = dict(zip(COLUMNS, map(str, table.cells(fleet.beta_target) or ()), strict=True))
+        assert (alpha["Host"], alpha["State"], alpha["GPUs"], alpha["Util"]) == (
+            "alpha",
             "up",
             "2× H200",
             "21 % (max 37)",
-            f"{20980 / 1024:.1f}/{(143771 + 81559) / 1024:.1f} GiB",
-        ]
-        assert alpha[6].startswith("epoch 3/5 step ") and " loss " in alpha[6] and " ETA " in alpha[6]
-        assert beta[1:5] == ["up", "1× A100-SXM4-80GB", "88 % (max 88)", "4.0/80.0 GiB"]
-        assert beta[5] == f"warning: stale vram: PID {fleet.idle}"
-        table = app.query_one(HostsTable)
+        )
+        assert alpha["Memory"] == f"{20980 / 1024:.1f}/{(143771 + 81559) / 1024:.1f} GiB"
+        assert re.fullmatch(r"ep 3/5 \d+/100 loss [\d.]+ ETA \d+:\d\d", alpha["Training"]), alpha["Training"]
+        assert alpha["Worst alert"] == "-" and alpha["Address"] == fleet.alpha_target
+        assert (beta["Host"], beta["State"], beta["GPUs"]) == ("beta", "up", "1× A100-SXM4-80GB")
+        assert (beta["Util"], beta["Memory"]) == ("88 % (max 88)", "4.0/80.0 GiB")
+        assert beta["Worst alert"] == f"warning: stale vram: PID {fleet.idle}" and beta["Training"] == "-"
+        assert int(alpha["Scraped"].removesuffix(" s")) <= 2
         table.move_to(fleet.alpha_target)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))

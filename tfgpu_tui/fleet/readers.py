@@ -274,7 +274,7 @@ class DirectReader:
             else:
                 self._last[key] = replace(previous, up=False, reason=error, scrape_age=age)
         hosts = tuple(self._last[key] for key in self.targets)
-        return FleetView(hosts, ", ".join(self.targets), "", _ms(started))
+        return FleetView(hosts, f"{len(self.targets)} exporters scraped directly", "", _ms(started))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

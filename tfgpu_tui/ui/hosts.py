@@ -22,7 +22,8 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 
-COLUMNS = ("Host", "State", "GPUs", "Util", "Memory", "Worst alert", "Training", "Last scrape")
+COLUMNS = ("Host", "State", "GPUs", "Util", "Memory", "Scraped", "Worst alert", "Training", "Address")
+MAX_WIDTHS = {"State": 24, "GPUs": 20, "Worst alert": 30, "Training": 44}
 SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
@@ -54,11 +55,11 @@ def training_text(runs: tuple[TrainingSummary, ...]) -> str:
         return "-"
     run = runs[0]
     if run.finished:
-        text = f"finished {run.epoch or '?'}/{run.total_epochs or '?'}"
+        text = f"done {run.epoch or '?'}/{run.total_epochs or '?'}"
     else:
-        text = f"epoch {run.epoch or '?'}/{run.total_epochs or '?'}"
+        text = f"ep {run.epoch or '?'}/{run.total_epochs or '?'}"
         if run.step is not None:
-            text += f" step {run.step}/{run.total_steps or '?'}"
+            text += f" {run.step}/{run.total_steps or '?'}"
     if run.loss is not None:
         text += f" loss {run.loss:.4g}"
     if run.eta_seconds is not None and not run.finished:
@@ -79,7 +80,6 @@ def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
     """One row of the Hosts table."""
     snapshot = host.snapshot
     devices = [d for d in (snapshot.devices if snapshot else []) if not d.lost]
-    name = host.hostname if host.hostname == host.key else f"{host.hostname} ({host.key})"
     models = sorted({d.name.removeprefix("NVIDIA ") for d in devices})
     gpus = f"{len(devices)}× {', '.join(models)}" if devices else "0"
     utils = [d.utilization_percent for d in devices if d.utilization_percent is not None]
@@ -91,8 +91,9 @@ def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
     worst: str | Text = "-"
     if alert is not None:
         worst = Text(f"{alert.severity.name.lower()}: {alert.message}", style=SEVERITY_STYLE[alert.severity])
-    age = "never" if host.scrape_age is None else f"{host.scrape_age:.0f} s ago"
-    return (name, state_text(host), gpus, util, memory, worst, training_text(host.training), age)
+    age = "never" if host.scrape_age is None else f"{host.scrape_age:.0f} s"
+    training = training_text(host.training)
+    return (host.hostname, state_text(host), gpus, util, memory, age, worst, training, host.key)
 
 
 class HostsTab(DashboardTab):
@@ -114,7 +115,7 @@ class HostsTab(DashboardTab):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the fleet…", id="fleet-caption")
-        yield HostsTable(COLUMNS, id="hosts-table")
+        yield HostsTable(COLUMNS, MAX_WIDTHS, id="hosts-table")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._focus_if_shown)
@@ -158,6 +159,7 @@ class HostsTab(DashboardTab):
         view = self.view = message.view
         up = sum(1 for h in view.hosts if h.up)
         caption = f"{len(view.hosts)} hosts, {up} up · from {view.source} · read in {view.read_ms:.0f} ms"
+        caption += " · enter: open a host (read-only)"
         if view.error:
             caption = f"{view.error} · {caption}"
         self.query_one("#fleet-caption", Static).update(

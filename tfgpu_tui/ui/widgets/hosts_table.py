@@ -14,7 +14,7 @@ from textual.strip import Strip
 
 Cells = tuple["str | Text", ...]
 GAP = 2
-MAX_WIDTH = 44  # of any column but the last
+MAX_WIDTH = 44  # of a column not given a width, the last excepted
 
 
 def _text(cell: str | Text) -> Text:
@@ -48,9 +48,16 @@ class HostsTable(ScrollView, can_focus=True):
             super().__init__()
             self.key = key
 
-    def __init__(self, columns: tuple[str, ...], *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(
+        self,
+        columns: tuple[str, ...],
+        max_widths: dict[str, int] | None = None,
+        *,
+        id: str | None = None,  # noqa: A002
+    ) -> None:
         super().__init__(id=id)
         self.columns = columns
+        self._caps = [(max_widths or {}).get(name, MAX_WIDTH) for name in columns]
         self._rows: list[tuple[str, Cells]] = []
         self._widths = [len(c) for c in columns]
         self._cursor = 0
@@ -76,7 +83,7 @@ class HostsTable(ScrollView, can_focus=True):
         for _, cells in rows:
             for i, cell in enumerate(cells):
                 widths[i] = max(widths[i], cell.cell_len if isinstance(cell, Text) else len(cell))
-        widths = [min(w, MAX_WIDTH) for w in widths[:-1]] + widths[-1:]
+        widths = [min(w, cap) for w, cap in zip(widths[:-1], self._caps, strict=False)] + widths[-1:]
         if widths != self._widths:
             self._widths = widths
             self._lines.clear()
