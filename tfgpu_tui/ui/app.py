@@ -85,7 +85,7 @@ class TfgpuApp(App[None]):
     """tfgpu-tui's dashboard."""
 
     TITLE = "tfgpu-tui"
-    CSS_PATH = ["monitor.tcss"]  # the Monitor tab, its widgets, the header and the kill dialog
+    CSS_PATH = ["monitor.tcss", "tabs.tcss"]  # tabs.tcss: the other tabs, their widgets, the help screen
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),

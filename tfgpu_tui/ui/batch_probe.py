@@ -108,23 +108,6 @@ class BatchProbeTab(DashboardTab):
         Binding("escape", "cancel", "Cancel probe"),
         Binding("c", "copy_snippet", "Copy snippet"),
     ]
-    DEFAULT_CSS = """
-    BatchProbeTab { overflow-y: auto; }
-    BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
-    BatchProbeTab #probe-status.problem { color: $error; }
-    BatchProbeTab #probe-body { height: 1fr; min-height: 8; }
-    BatchProbeTab #probe-trials { width: 1fr; height: 1fr; min-width: 50; }
-    BatchProbeTab #probe-plot { width: 1fr; }
-    BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
-    BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }
-    BatchProbeTab.-narrow #probe-plot { height: 1fr; min-height: 6; }
-    BatchProbeTab #probe-results { height: auto; }
-    BatchProbeTab.-narrow #probe-results { layout: vertical; }
-    BatchProbeTab #probe-summary { width: 1fr; height: auto; padding: 0 1; border: round $primary; }
-    BatchProbeTab #probe-comparison { width: 1fr; max-width: 72; height: auto; padding: 0 1; display: none; }
-    BatchProbeTab.-narrow #probe-comparison { max-width: 100%; }
-    BatchProbeTab #probe-comparison { border: round $secondary; border-title-color: $text-muted; }
-    """
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)

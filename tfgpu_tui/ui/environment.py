@@ -91,24 +91,6 @@ class EnvironmentTab(DashboardTab):
         Binding("p", "pick_python", "Pick Python"),
         Binding("enter", "open_link", "Open linked tab", show=False),
     ]
-    DEFAULT_CSS = """
-    EnvironmentTab #env-status { height: auto; padding: 0 1; background: $boost; }
-    EnvironmentTab #env-body { height: 1fr; }
-    EnvironmentTab #env-findings { width: 4fr; height: 1fr; }
-    EnvironmentTab FindingDetail {
-        width: 5fr; height: 1fr; border-left: solid $primary-darken-2; scrollbar-size-vertical: 1;
-    }
-    EnvironmentTab.-narrow #env-body { layout: vertical; }
-    EnvironmentTab.-narrow #env-findings { width: 1fr; height: 1fr; min-height: 5; }
-    EnvironmentTab.-narrow FindingDetail {
-        width: 1fr; height: 1fr; min-height: 6; border-left: none; border-top: solid $primary-darken-2;
-    }
-    FindingDetail > Static { padding: 0 1; }
-    FindingDetail #env-fix-label { text-style: bold; }
-    FindingDetail #env-fix-scroll { height: auto; padding: 0 1; scrollbar-size-horizontal: 1; }
-    FindingDetail #env-fix { width: auto; padding: 0; color: $accent; text-style: bold; text-wrap: nowrap; }
-    FindingDetail #env-why { margin-top: 1; }
-    """
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
     probe = staticmethod(run_probe_with_retry)

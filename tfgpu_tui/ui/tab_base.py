@@ -13,9 +13,6 @@ class DashboardTab(Vertical):
     """One tab's body. Subclasses declare their own BINDINGS; they are active (and shown in the
     footer and the help screen) while focus is inside the tab."""
 
-    DEFAULT_CSS = """
-    DashboardTab { height: 1fr; }
-    """
     TAB_ID: str = ""
     TAB_TITLE: str = ""
     #: Below this many terminal columns the tab carries the class ``-narrow`` (panes stack vertically).

@@ -29,22 +29,6 @@ def columns_that_fit(widths: list[int], available: int, gutter: int = GUTTER) ->
 class ProbeForm(Container):
     """The form's fields; the tab reads them by id (``#probe-model``, ``#probe-start``...)."""
 
-    DEFAULT_CSS = """
-    ProbeForm {
-        layout: grid; grid-size: 1; grid-columns: auto; grid-rows: auto; grid-gutter: 0 2;
-        height: auto; padding: 0 1;
-    }
-    ProbeForm .form-group { width: auto; height: 1; }
-    ProbeForm Label { color: $text-muted; margin-right: 1; }
-    ProbeForm Input, ProbeForm Select { margin-right: 2; }
-    ProbeForm #probe-model { width: 30; }
-    ProbeForm #probe-device { width: 16; margin-right: 0; }
-    ProbeForm #probe-budget { width: 10; }
-    ProbeForm #probe-steps { width: 6; }
-    ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
-    ProbeForm Checkbox { margin-right: 2; }
-    ProbeForm Button { min-width: 8; margin-right: 1; }
-    """
 
     def __init__(self, budget: str, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)

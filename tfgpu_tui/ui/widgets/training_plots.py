@@ -20,9 +20,6 @@ class EpochLossPlot(PlotextPlot):
     """loss and val_loss of the latest fit() call, one point per epoch; a vertical line where a callback
     changed the learning rate (ReduceLROnPlateau, LearningRateScheduler)."""
 
-    DEFAULT_CSS = """
-    EpochLossPlot { height: 1fr; width: 1fr; min-width: 30; }
-    """
 
     def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Plot these epochs."""
@@ -52,9 +49,6 @@ class EpochLossPlot(PlotextPlot):
 class StepLossPlot(PlotextPlot):
     """loss against step within the current epoch (Keras' running mean)."""
 
-    DEFAULT_CSS = """
-    StepLossPlot { height: 1fr; width: 1fr; min-width: 30; }
-    """
 
     def show(self, points: list[tuple[int, float]], epoch: int | None) -> None:
         """Plot (step, loss) points."""
