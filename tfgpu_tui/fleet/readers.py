@@ -136,7 +136,8 @@ class PrometheusReader:
             )
             return FleetView(hosts, self.url, f"Prometheus at {self.url}: {error}", _ms(started))
         samples = _api_samples(result.get("result", []))
-        grouped = group_by_instance(samples)
+        # tfgpu-tui exporters only (a dcgm-exporter's DCGM_* series alone do not make a host here)
+        grouped = {k: v for k, v in group_by_instance(samples).items() if v.hostname}
         health = {}
         for target in targets.get("activeTargets", []):
             instance = target.get("labels", {}).get("instance", "")
