@@ -339,7 +339,7 @@ class ProcessTable(ScrollView, can_focus=True):
     def show_rows(self, rows: list[TableRow]) -> None:
         """Apply new rows: repaint only the rows in view whose cells changed, and put the cursor back on the
         process it was on (or on the same position when that process has gone)."""
-        selected = self.selected
+        selected, previous = self.selected, self._cursor
         old = self._rows
         self._rows = list(rows)
         widths = _column_widths(self._rows)
@@ -353,11 +353,10 @@ class ProcessTable(ScrollView, can_focus=True):
             self._widths = widths
             self.refresh()
         else:
+            moved = (previous, self._cursor) if previous != self._cursor else ()
             for position in self.visible_rows:
-                if rows[position].cells != old[position].cells:
-                    self.refresh_row(position)
-            if selected is not None and self._cursor != old.index(selected):
-                self.refresh()
+                if rows[position].cells != old[position].cells or position in moved:
+                    self.refresh_row(position)  # changed, or the cursor left it or came to it
         self._scroll_to_cursor()
 
     def set_sort_mark(self, key: str, descending: bool) -> None:
