@@ -28,7 +28,6 @@ from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.training.log_sources import OutputKind, process_output
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
@@ -504,6 +503,8 @@ class MonitorTab(DashboardTab):
         if self.settings.demo:
             self.notify("The demo's processes are simulated: they have no log.", severity="warning")
             return
+        from tfgpu_tui.training.log_sources import OutputKind, process_output  # only when `l` is pressed
+
         output = process_output(selected.process.pid)
         if output.kind is OutputKind.FILE and output.path is not None:
             self.post_message(OpenLog(output.path, selected.process.pid))

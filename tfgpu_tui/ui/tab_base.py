@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual import events
 from textual.containers import Vertical
-from textual.widgets import Input, TextArea
 
 from tfgpu_tui.settings import Settings
 
@@ -43,6 +42,8 @@ class DashboardTab(Vertical):
     def focus_default(self) -> None:
         """Give focus to the tab's main widget: its first focusable descendant that does not take text
         (so that the app's keys, such as 1-4 to switch tabs, keep working), else itself."""
+        from textual.widgets import Input, TextArea  # TextArea is costly to import: only when needed
+
         focusable = [widget for widget in self.query("*") if widget.focusable]
         for widget in focusable:
             if not isinstance(widget, (Input, TextArea)):
