@@ -15,11 +15,8 @@ import contextlib
 import json
 import os
 import re
-import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -159,6 +156,9 @@ def server_base_url(info: dict) -> str | None:
 
 
 def _get_json(url: str, token: str, timeout: float) -> object:
+    import ssl  # the HTTP client loads only when a Jupyter server is asked (start-up time and memory)
+    import urllib.request
+
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if token:
         request.add_header("Authorization", f"token {token}")
@@ -174,6 +174,8 @@ def _get_json(url: str, token: str, timeout: float) -> object:
 
 def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[dict[str, Session], str]:
     """kernel id -> Session from one server (its runtime file's contents), and '' or why it failed."""
+    import urllib.error
+
     url = server_base_url(info)
     if url is None:
         return {}, "the server listens on a unix socket"
