@@ -137,9 +137,10 @@ async def test_batch_probe_tab_fits(size: tuple[int, int]) -> None:
 async def test_batch_probe_controls_reachable_by_tab_and_scrolled_into_view(size: tuple[int, int]) -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.focused is app.query_one("#probe-start"))  # the tab's default
         await pilot.pause(0.3)
-        app.query_one("#probe-model", Input).focus()
-        await pilot.pause()
+        model = app.query_one("#probe-model", Input)
+        await wait_until(pilot, lambda: model.focus() and app.focused is model)
         reached = []
         for _ in range(len(FORM_CONTROLS) + 2):
             focused = app.focused

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
@@ -31,8 +31,9 @@ from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.probe_form import ProbeForm
 from tfgpu_tui.ui.widgets.probe_plot import ProbePlot
+from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING, StyledText
 
-RESULT_STYLES = {FITS: "green", "oom": "red", "error": "bold red", "timeout": "yellow", "running": "italic"}
+RESULT_STYLES = {FITS: SUCCESS, "oom": "$error", "error": ERROR, "timeout": WARNING, "running": "italic"}
 COLUMNS = (
     ("batch", "batch"),
     ("precision", "precision"),
@@ -88,7 +89,7 @@ def trial_cells(trial: Trial) -> dict[str, object]:
     speed = trial.samples_per_second
     rule = trial.rule_of_thumb_mb
     return {
-        "result": Text(trial.result, style=RESULT_STYLES.get(trial.result, "")),
+        "result": Content.styled(trial.result, RESULT_STYLES.get(trial.result, "")),
         "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
         "rule": "-" if rule is None else f"{rule:,.1f}",
         "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",
@@ -303,7 +304,7 @@ class BatchProbeTab(DashboardTab):
         key = self.row_key(message.batch_size)
         precision = precision_name(self.request) if self.request else ""
         cells = ["", "", "", "", ""]
-        table.add_row(message.batch_size, precision, Text("running", style="italic"), *cells, key=key)
+        table.add_row(message.batch_size, precision, Content.styled("running", "italic"), *cells, key=key)
         table.move_cursor(row=table.row_count - 1)
 
     def on_trial_done(self, message: TrialDone) -> None:
@@ -360,31 +361,29 @@ def probe_alert(error: str) -> Alert:
     return Alert("probe_error", Severity.WARNING, f"Batch probe: {error.splitlines()[0]}", fix, "Batch probe")
 
 
-def summary_text(result: ProbeResult) -> Text:
+def summary_text(result: ProbeResult) -> Content:
     """The result box: largest batch, recommendation, best throughput, the rule of thumb beside the measured
     peak, and the snippet in bold."""
-    text = Text()
+    text = StyledText()
     for line in result.summary_lines():
         if line.startswith("Paste: "):
             text.append("Paste: ")
-            text.append(result.snippet, style="bold reverse")
+            text.append(result.snippet, "bold reverse")
             text.append("   (c copies it)")
         else:
-            text.append(line, style="bold red" if result.error else "")
+            text.append(line, ERROR if result.error else "")
         text.append("\n")
-    text.rstrip()
-    return text
+    return text.rstrip().content()
 
 
-def comparison_text(comparison: PrecisionComparison) -> Text:
+def comparison_text(comparison: PrecisionComparison) -> Content:
     """The float32 / mixed table (header in bold), the note on the device, and the mixed run's rule of thumb
     (or why it stopped, in red)."""
     header, *rows = comparison.table_lines()
-    text = Text(header + "\n", style="bold")
+    text = StyledText(header + "\n", "bold")
     text.append("\n".join(rows) + "\n")
-    text.append(comparison.note + "\n", style="italic")
+    text.append(comparison.note + "\n", "italic")
     mixed_failed = comparison.mixed is not None and bool(comparison.mixed.error)
     for line in comparison.mixed_lines():
-        text.append(line + "\n", style="bold red" if mixed_failed else "")
-    text.rstrip()
-    return text
+        text.append(line + "\n", ERROR if mixed_failed else "")
+    return text.rstrip().content()

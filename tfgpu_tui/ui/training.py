@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
@@ -36,14 +37,15 @@ from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
 from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 
 POLL_SECONDS = 0.25
 POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
 PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
 BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between polls
-TONE_STYLE = {"": "", "strong": "bold", "good": "green", "bad": "bold red"}
-SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "green"}
+TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
+SEVERITY_STYLE = {Severity.CRITICAL: ERROR, Severity.WARNING: WARNING, Severity.INFO: SUCCESS}
 
 
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
@@ -174,7 +176,8 @@ class TrainingTab(DashboardTab):
         (special file, outside --log-root) is not opened and the reason is shown."""
         refusal = None if self.is_simulated(path) else log_refusal(policy_from_settings(self.settings), path)
         if refusal is not None:
-            self.query_one("#training-status", Static).update(Text(f"Not opened: {refusal}", "yellow"))
+            status = self.query_one("#training-status", Static)
+            status.update(Content.styled(f"Not opened: {refusal}", WARNING))
             self.notify(refusal, title="Log not opened", severity="warning")
             return
         self.path = path
@@ -265,16 +268,18 @@ class TrainingTab(DashboardTab):
     def on_follow_failed(self, message: FollowFailed) -> None:
         if message.path == self.path:
             self.query_one("#training-status", Static).update(
-                Text(f"Cannot follow {message.path}: {message.reason}. Press o to open another file.", "red")
+                Content.styled(
+                    f"Cannot follow {message.path}: {message.reason}. Press o to open another file.", ERROR
+                )
             )
 
     def _draw_status(self, message: RunSnapshot) -> None:
         run, cur = message.run, message.run.current
         narrow = self.has_class("-narrow")  # one paragraph, shorter words: 3 lines at 80 columns
         gap = "  " if narrow else "   "
-        text = Text()
+        text = StyledText()
         if self.is_simulated(message.path):
-            text.append(" SIMULATED ", "bold reverse yellow")
+            text.append(" SIMULATED ", f"bold reverse {WARNING}")
             text.append(" demo log, made-up numbers ")
             text.append("" if narrow else "(run without --demo, or with --log, for real) ")
         text.append(f"{message.path}", "bold")
@@ -282,10 +287,10 @@ class TrainingTab(DashboardTab):
             text.append(
                 "  waiting for the file to appear: start training with "
                 f"`python train.py > {message.path.name} 2>&1`, or press o to open another log",
-                "yellow",
+                WARNING,
             )
         elif message.state is FileState.DELETED:
-            text.append("  the file was deleted", "red")
+            text.append("  the file was deleted", ERROR)
         if message.backfill:
             done, total = message.backfill
             text.append(f"  reading history {100 * done // max(total, 1)}%", "dim")
@@ -293,7 +298,7 @@ class TrainingTab(DashboardTab):
         if cur.epoch is None and cur.step is None:
             if message.state is not FileState.WAITING:
                 text.append("No Keras progress in this file yet.", "dim")
-            self.query_one("#training-status", Static).update(text)
+            self.query_one("#training-status", Static).update(text.content())
             return
         for index, (part, tone) in enumerate(status_parts(run)):
             text.append(gap if index else "")
@@ -303,24 +308,23 @@ class TrainingTab(DashboardTab):
             for index, (name, value) in enumerate(cur.metrics.items()):
                 text.append(gap if index else "")
                 text.append(f"{name} ", "dim")
-                text.append(format_value(value), "bold red" if value != value else "bold")
+                text.append(format_value(value), ERROR if value != value else "bold")
         if evaluation := evaluation_text(run):  # evaluate() after fit(): its own result, not an epoch
             text.append(gap if narrow else "\n")
-            text.append(evaluation, "cyan")
-        self.query_one("#training-status", Static).update(text)
+            text.append(evaluation, ACCENT)
+        self.query_one("#training-status", Static).update(text.content())
 
     def _draw_context(self, oversight: OversightState) -> None:
         """The writer process and the newest checkpoint, a line each."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("writer ", "dim")
+        text = StyledText("writer ", "dim")  # one line each: the CSS cuts them with an ellipsis
         writer = oversight.writer
         if self.is_simulated():
-            text.append("SIMULATED: a thread inside tfgpu-tui (--demo)", "yellow")
+            text.append("SIMULATED: a thread inside tfgpu-tui (--demo)", WARNING)
         elif writer is None:
             text.append("unknown (no process here has this file as its output)", "dim")
         else:
             text.append(f"PID {writer.pid} ", "bold")
-            text.append(writer.state, "green" if writer.alive else "bold red")
+            text.append(writer.state, SUCCESS if writer.alive else ERROR)
             text.append(f"  {writer.command[:300]}", "dim")
         text.append("\ncheckpoint ", "dim")
         newest = oversight.newest_checkpoint
@@ -328,7 +332,7 @@ class TrainingTab(DashboardTab):
             text.append("looking ...", "dim")
         elif newest is None:
             roots = ", ".join(str(root) for root in oversight.checkpoint_roots)
-            text.append(f"none found under {roots}", "yellow")
+            text.append(f"none found under {roots}", WARNING)
         else:
             text.append(str(newest.path), "bold")
             text.append(f"  {format_seconds(newest.age_seconds())} old", "")
@@ -338,8 +342,8 @@ class TrainingTab(DashboardTab):
             if oversight.checkpoint_count > 1:
                 text.append(f"  ({oversight.checkpoint_count} found)", "dim")
         if oversight.checkpoint_warning:
-            text.append(f"  {oversight.checkpoint_warning}", "yellow")
-        self.query_one("#training-context", Static).update(text)
+            text.append(f"  {oversight.checkpoint_warning}", WARNING)
+        self.query_one("#training-context", Static).update(text.content())
 
     def _draw_progress(self, run: TrainingSnapshot) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
@@ -371,9 +375,9 @@ class TrainingTab(DashboardTab):
         self.query_one(EpochTable).show(run.epochs)
 
     def _draw_problems(self, problems: list[Problem]) -> None:
-        text = Text()
+        text = StyledText()
         if not problems:
-            text.append("No problems found.", "green")
+            text.append("No problems found.", SUCCESS)
         for index, problem in enumerate(problems):
             if index:
                 text.append("\n")
@@ -388,7 +392,7 @@ class TrainingTab(DashboardTab):
             if problem.line and problem.line != problem.message:
                 text.append("\n  > ", "dim")
                 text.append(problem.line[:200], "dim")
-        self.query_one("#training-problems", Static).update(text)
+        self.query_one("#training-problems", Static).update(text.content())
 
     def _draw_lines(self, run: TrainingSnapshot) -> None:
         widget = self.query_one("#training-lines", Static)
@@ -425,7 +429,7 @@ class TrainingTab(DashboardTab):
         """Show the logs of the running TensorFlow processes (scanned in a worker thread)."""
         self.query_one("#training-pick").add_class("-open")
         self.query_one("#training-pick-note", Static).update(
-            Text("Looking for running TensorFlow processes that write to a log file ...", "dim")
+            Content.styled("Looking for running TensorFlow processes that write to a log file ...", "dim")
         )
         self._scan_worker()
 
@@ -439,7 +443,7 @@ class TrainingTab(DashboardTab):
         options = self.query_one("#training-pick-list", OptionList)
         options.clear_options()
         if not self.candidates:
-            note.update(Text(NO_JOBS_HELP, "yellow"))
+            note.update(Content.styled(NO_JOBS_HELP, WARNING))
             options.display = False
             self.set_timer(PICK_RESCAN_SECONDS, self._rescan_if_waiting)
             return
@@ -451,8 +455,8 @@ class TrainingTab(DashboardTab):
         options.display = True
         options.add_options(
             Option(
-                Text.assemble(
-                    (f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (clean_line(str(c.path)), "cyan")
+                Content.assemble(
+                    (f"PID {c.pid:<8}", "bold"), f"{c.command[:70]:<72}", (clean_line(str(c.path)), ACCENT)
                 )
             )
             for c in self.candidates
