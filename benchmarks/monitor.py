@@ -6,7 +6,7 @@ CPU time of the program's whole process tree from /proc (utime + stime + reaped 
 --seconds after --warmup seconds; resident memory is the tree's VmRSS at the end of that window.
 
   * first frame: from the start of the program to a pane (tmux capture-pane, polled every 20 ms) that
-    shows a GPU ("H200"); the median of --frames starts;
+    shows a GPU; the median of --frames starts after one uncounted start that warms the caches;
   * CPU while idling on the Monitor, and resident memory (--runs runs each);
   * CPU while idling on another tab: `1` switches to Environment (Monitor hidden); its check (and the
     TensorFlow probe child it starts) must finish before the warm-up begins;
@@ -196,15 +196,16 @@ class Figures:
     rss: list[float] = field(default_factory=list)
     cpu_other_tab: list[float] = field(default_factory=list)
     oneshot: list[float] = field(default_factory=list)
+    oneshot_sampling: list[float] = field(default_factory=list)  # our JSON's sampled_seconds
 
 
 def first_frames(argv: list[str], env: dict[str, str], starts: int, marker: str) -> list[float]:
     times = []
-    for _ in range(starts):
+    for start in range(starts + 1):  # the first start is not counted: it warms the caches (bytecode, disk)
         session = Tmux(argv, env)
         try:
             seconds = session.wait_for(marker)
-            if seconds is not None:
+            if seconds is not None and start > 0:
                 times.append(seconds)
         finally:
             session.close()
@@ -241,7 +242,8 @@ def idle_cpu(
         session.close()
 
 
-def oneshots(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
+def oneshots(argv: list[str], env: dict[str, str], runs: int, sampling: list[float]) -> list[float]:
+    """Wall times of ``runs`` runs; the ``sampled_seconds`` our JSON reports go to ``sampling``."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -251,6 +253,8 @@ def oneshots(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
             print(f"    one-shot failed ({done.returncode}): {done.stderr.strip()[-300:]}")
             return times
         times.append(elapsed)
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            sampling.append(float(json.loads(done.stdout)["sampled_seconds"]))
     return times
 
 
@@ -274,7 +278,7 @@ def measure(
                 figures.rss.append(result[1])
     if oneshot is not None:
         print(f"{name}: one-shot x{args.oneshots}", flush=True)
-        figures.oneshot = oneshots(oneshot, env, args.oneshots)
+        figures.oneshot = oneshots(oneshot, env, args.oneshots, figures.oneshot_sampling)
     return figures
 
 
@@ -333,6 +337,11 @@ def report(ours: Figures, nvitop: Figures | None, gpustat: Figures | None, secon
         if key == "first_frame":
             targets.append(verdict("first_frame_ratio", mine_m, theirs_m))
         print(f"| {label} | {cell(mine, unit)} | {anchor} | {ratio} | {'; '.join(targets)} |")
+    if ours.oneshot_sampling:
+        print(
+            f"(one-shot: of which sampling, as `gpus --json` reports it: {cell(ours.oneshot_sampling, 's')}; "
+            "more than 0.3 s when a reading needs confirming, e.g. TensorFlow processes on the CPU)"
+        )
 
 
 # --- set-up ---
