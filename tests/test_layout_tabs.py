@@ -17,11 +17,12 @@ from waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
-from tfgpu_tui.ui.environment import MIN_FOUND_CHARS, EnvironmentTab
+from tfgpu_tui.ui.environment import MIN_FOUND_CHARS, EnvironmentTab, column_widths
 from tfgpu_tui.ui.help_screen import HelpScreen
 from tfgpu_tui.ui.training import TrainingTab
-from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.epoch_table import EpochTable, pick_columns
 from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
+from tfgpu_tui.ui.widgets.probe_form import columns_that_fit
 from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 60)]
@@ -52,6 +53,34 @@ def lines_of(widget: Widget, height: int) -> list[str]:
     """The first `height` lines the widget draws, as plain text."""
     width = widget.content_region.width
     return [strip.text for strip in widget.render_lines(Region(0, 0, width, height))]
+
+
+def test_epoch_columns_by_priority_then_whatever_still_fits() -> None:
+    widths = {"epoch": 7, "time": 6, "accuracy": 10, "loss": 8, "val_accuracy": 14, "val_loss": 10}
+    assert pick_columns(widths, 100) == ["epoch", "loss", "val_loss", "time", "accuracy", "val_accuracy"]
+    assert pick_columns(widths, 35) == ["epoch", "loss", "val_loss", "time"]
+    assert pick_columns(widths, 30) == ["epoch", "loss", "val_loss"]  # time does not fit; nothing else does
+    assert pick_columns(widths, 40) == ["epoch", "loss", "val_loss", "time"]  # accuracy needs 10 more
+    assert pick_columns(widths, 41) == ["epoch", "loss", "val_loss", "time", "accuracy"]
+    assert pick_columns({"epoch": 7, "time": 6, "lr": 4}, 11) == ["epoch", "lr"]  # a narrow one further down
+    assert pick_columns(widths, 3) == ["epoch"]  # always the first
+
+
+def test_environment_columns_share_the_width() -> None:
+    titles = ["NVIDIA driver", "GPU architecture compiled into TensorFlow"]
+    check, found = column_widths(78, titles)  # 80 columns, stacked
+    assert check + found + 9 == 78 and found >= MIN_FOUND_CHARS and check < 41
+    check, found = column_widths(200, titles)
+    assert check == 41 and found == 150  # wide: every title whole
+    assert column_widths(10, titles)[1] >= MIN_FOUND_CHARS
+
+
+def test_probe_form_groups_per_row() -> None:
+    widths = [59, 54, 56]
+    assert columns_that_fit(widths, 78) == 1
+    assert columns_that_fit(widths, 115) == 2  # columns max(59, 56) and 54, a gutter of 2
+    assert columns_that_fit(widths, 114) == 1
+    assert columns_that_fit(widths, 198) == 3
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])

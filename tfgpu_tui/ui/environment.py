@@ -38,6 +38,7 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 ALERT_SEVERITY = {Status.FAILURE: Severity.CRITICAL, Status.WARNING: Severity.WARNING}
 CHECK_COLUMN_SHARE = 0.45  # of the table's width at most; the Found column gets the rest
 MIN_FOUND_CHARS = 16
+FOUND_ENOUGH_CHARS = 60  # in a wide list, width beyond this goes to the Check column first
 
 
 class EnvReportReady(Message):
@@ -56,10 +57,12 @@ def _shorten(text: str, limit: int) -> str:
 
 def column_widths(table_width: int, titles: list[str]) -> tuple[int, int]:
     """(Check, Found) column widths that fill `table_width` without a sideways scroll: the Check column as
-    wide as its longest title up to CHECK_COLUMN_SHARE of the table, the Found column the rest (every
-    column takes 2 cells of padding, the icon column 1 cell, the vertical scrollbar 2)."""
+    wide as its longest title up to CHECK_COLUMN_SHARE of the table (more once the Found column has
+    FOUND_ENOUGH_CHARS), the Found column the rest. Every column takes 2 cells of padding, the icon column 1
+    cell, the vertical scrollbar 2."""
     free = max(table_width - 3 - 2 * 2 - 2, 2 * MIN_FOUND_CHARS)  # icon column, padding, a scrollbar
-    check = min(max((len(title) for title in titles), default=5), int(free * CHECK_COLUMN_SHARE))
+    room = max(int(free * CHECK_COLUMN_SHARE), free - FOUND_ENOUGH_CHARS)
+    check = min(max((len(title) for title in titles), default=5), room)
     check = max(check, 5)
     return check, max(free - check, MIN_FOUND_CHARS)
 
