@@ -10,41 +10,27 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
+from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MODEL,
-    DEFAULT_STEPS,
     ProbeRequest,
     ProbeRequestError,
 )
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.runner import TrialRunner, run_probe
-from tfgpu_tui.probe.trial import FITS, Trial
+from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.probe_form import ProbeForm
 from tfgpu_tui.ui.widgets.probe_plot import ProbePlot
-from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING, StyledText
+from tfgpu_tui.ui.widgets.styled_text import ERROR, StyledText
+from tfgpu_tui.ui.widgets.trials_table import TrialsTable
 
-RESULT_STYLES = {FITS: SUCCESS, "oom": "$error", "error": ERROR, "timeout": WARNING, "running": "italic"}
-COLUMNS = (
-    ("batch", "batch"),
-    ("precision", "precision"),
-    ("result", "result"),
-    ("peak MB", "peak"),
-    ("rule MB", "rule"),
-    ("step ms", "step"),
-    ("samples/s", "speed"),
-    ("note", "note"),
-)
-NUMBER_WORDS = {int: "a whole number", float: "a number"}
 START_HINT = "Set the model and budget, then Start (ctrl+r). Each trial is a fresh process."
 
 
@@ -84,20 +70,6 @@ class ProbeFinished(Message):
         self.comparison = comparison
 
 
-def trial_cells(trial: Trial) -> dict[str, object]:
-    """A trial's table cells by column key."""
-    speed = trial.samples_per_second
-    rule = trial.rule_of_thumb_mb
-    return {
-        "result": Content.styled(trial.result, RESULT_STYLES.get(trial.result, "")),
-        "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
-        "rule": "-" if rule is None else f"{rule:,.1f}",
-        "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",
-        "speed": "-" if speed is None else f"{speed:,.0f}",
-        "note": trial.message.splitlines()[0] if trial.message else "",
-    }
-
-
 class BatchProbeTab(DashboardTab):
     """Find the largest batch that fits: every trial trains a few steps in a fresh child process."""
 
@@ -117,7 +89,6 @@ class BatchProbeTab(DashboardTab):
         self.trials: list[Trial] = []
         self.result: ProbeResult | None = None
         self.comparison: PrecisionComparison | None = None
-        self.done_rows: set[str] = set()
         self.compare_run = False
 
     def compose(self) -> ComposeResult:
@@ -125,16 +96,13 @@ class BatchProbeTab(DashboardTab):
         yield ProbeForm(budget, id="probe-form")
         yield Static(START_HINT, id="probe-status")
         with Horizontal(id="probe-body"):
-            yield DataTable(id="probe-trials", cursor_type="row", zebra_stripes=True)
+            yield TrialsTable(id="probe-trials")
             yield ProbePlot(id="probe-plot")
         with Horizontal(id="probe-results"):
             yield Static("No result yet.", id="probe-summary")
             yield Static(id="probe-comparison")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for label, key in COLUMNS:
-            table.add_column(label, key=key)
         self.query_one(ProbePlot).show_trials([], None)
         self.load_devices()
 
@@ -145,7 +113,7 @@ class BatchProbeTab(DashboardTab):
     def focus_default(self) -> None:
         """Focus the Start button: Enter starts, and the number keys still switch tabs (a text field would
         swallow them); shift+tab reaches the form."""
-        self.query_one("#probe-start", Button).focus()
+        self.query_one("#probe-start").focus()
 
     @work(thread=True, group="probe-devices")
     def load_devices(self) -> None:
@@ -155,9 +123,7 @@ class BatchProbeTab(DashboardTab):
             self.app.call_from_thread(self._set_devices, devices)
 
     def _set_devices(self, devices: list[str]) -> None:
-        select = self.query_one("#probe-device", Select)
-        select.set_options([(name, name) for name in [*devices, "CPU"]])
-        select.value = devices[0]
+        self.query_one(ProbeForm).set_devices(devices)
 
     @property
     def running(self) -> bool:
@@ -173,36 +139,15 @@ class BatchProbeTab(DashboardTab):
     @property
     def comparing(self) -> bool:
         """Whether the form asks for float32 and mixed precision side by side."""
-        return self.query_one("#probe-compare", Checkbox).value
+        return self.query_one(ProbeForm).comparing
 
     def row_key(self, batch_size: int) -> str:
         """The table row of a trial of the running pass (a comparison tries a batch once per precision)."""
         return f"{precision_name(self.request) if self.request else 'float32'}:{batch_size}"
 
     def form_request(self) -> ProbeRequest:
-        """The request the form describes (budget 0 = use the device's free memory); raises
-        ProbeRequestError for anything that is not a number where one is needed."""
-
-        def number(widget_id: str, what: str, kind: type) -> float | int | None:
-            text = self.query_one(widget_id, Input).value.strip()
-            if not text:
-                return None
-            try:
-                return kind(text)
-            except ValueError:
-                raise ProbeRequestError(f"{what} must be {NUMBER_WORDS[kind]}, not {text!r}") from None
-
-        steps = number("#probe-steps", "steps per trial", int)
-        max_batch = number("#probe-max-batch", "max batch", int)
-        return ProbeRequest(
-            model=self.query_one("#probe-model", Input).value.strip() or DEFAULT_MODEL,
-            device=str(self.query_one("#probe-device", Select).value),
-            budget_mb=number("#probe-budget", "the budget", float) or 0.0,
-            steps=DEFAULT_STEPS if steps is None else int(steps),
-            max_batch=DEFAULT_MAX_BATCH if max_batch is None else int(max_batch),
-            mixed_precision=self.query_one("#probe-mixed", Checkbox).value and not self.comparing,
-            python=self.settings.python,
-        )
+        """The request the form describes (see ProbeForm.request)."""
+        return self.query_one(ProbeForm).request(self.settings.python)
 
     def action_start(self) -> None:
         """Check the form and start the probe in a worker thread."""
@@ -226,14 +171,13 @@ class BatchProbeTab(DashboardTab):
         self.trials = []
         self.result = None
         self.comparison = None
-        self.done_rows = set()
-        self.query_one(DataTable).clear()
+        self.query_one(TrialsTable).reset()
         self.query_one("#probe-summary", Static).update("Running...")
         self.query_one("#probe-comparison", Static).display = False
         self.post_message(AlertsChanged(self.TAB_ID, []))
         self.runner = TrialRunner(request)
         self._set_running(True)
-        self.query_one(DataTable).focus()  # Start is disabled now; the table keeps escape and c working
+        self.query_one(TrialsTable).focus()  # Start is disabled now; the table keeps escape and c working
         self.show_status(f"Starting {request.model} on {request.device}...")
         self.compare_run = self.comparing
         self.run_probe(request, self.runner, self.compare_run)
@@ -286,8 +230,7 @@ class BatchProbeTab(DashboardTab):
         self.action_start()
 
     def _set_running(self, running: bool) -> None:
-        self.query_one("#probe-start", Button).disabled = running
-        self.query_one("#probe-cancel", Button).disabled = not running
+        self.query_one(ProbeForm).running = running
 
     def on_probe_started(self, message: ProbeStarted) -> None:
         self.request = message.request
@@ -300,28 +243,20 @@ class BatchProbeTab(DashboardTab):
         )
 
     def on_trial_started(self, message: TrialStarted) -> None:
-        table = self.query_one(DataTable)
-        key = self.row_key(message.batch_size)
         precision = precision_name(self.request) if self.request else ""
-        cells = ["", "", "", "", ""]
-        table.add_row(message.batch_size, precision, Content.styled("running", "italic"), *cells, key=key)
-        table.move_cursor(row=table.row_count - 1)
+        self.query_one(TrialsTable).started(self.row_key(message.batch_size), message.batch_size, precision)
 
     def on_trial_done(self, message: TrialDone) -> None:
         trial = message.trial
         self.trials.append(trial)
-        key = self.row_key(trial.batch_size)
-        self.done_rows.add(key)
-        table = self.query_one(DataTable)
-        for column, value in trial_cells(trial).items():
-            table.update_cell(key, column, value, update_width=True)
+        self.query_one(TrialsTable).finished(self.row_key(trial.batch_size), trial)
         self.query_one(ProbePlot).show_trials(self.trials, self.request.budget_mb if self.request else None)
 
     def on_probe_finished(self, message: ProbeFinished) -> None:
         cancelled = self.runner is not None and self.runner.cancelled
         self.runner = None
         self._set_running(False)
-        self._drop_unfinished_rows()
+        self.query_one(TrialsTable).drop_unfinished()
         summary = self.query_one("#probe-summary", Static)
         if message.result is None:
             self.show_status(message.problem, problem=True)
@@ -346,13 +281,6 @@ class BatchProbeTab(DashboardTab):
                 f"{verb}: {len(message.result.trials)} trial(s) in {message.result.wall_seconds:,.1f} s; "
                 f"{request.model} on {request.device}, {budget}."
             )
-
-    def _drop_unfinished_rows(self) -> None:
-        """Remove the row of a trial that was cancelled before it finished."""
-        table = self.query_one(DataTable)
-        for row_key in list(table.rows):
-            if row_key.value not in self.done_rows:
-                table.remove_row(row_key)
 
 
 def probe_alert(error: str) -> Alert:

@@ -7,13 +7,22 @@ from __future__ import annotations
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal
+from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from tfgpu_tui.probe.request import DEFAULT_MAX_BATCH, DEFAULT_MODEL, DEFAULT_STEPS, builtin_model_names
+from tfgpu_tui.probe.request import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MODEL,
+    DEFAULT_STEPS,
+    ProbeRequest,
+    ProbeRequestError,
+    builtin_model_names,
+)
 
 MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
 COMPARE_HINT = "probe in float32, then in mixed precision, and compare"
 GUTTER = 2  # columns between two groups on one row
+NUMBER_WORDS = {int: "a whole number", float: "a number"}
 
 
 def columns_that_fit(widths: list[int], available: int, gutter: int = GUTTER) -> int:
@@ -27,8 +36,10 @@ def columns_that_fit(widths: list[int], available: int, gutter: int = GUTTER) ->
 
 
 class ProbeForm(Container):
-    """The form's fields; the tab reads them by id (``#probe-model``, ``#probe-start``...)."""
+    """The form's fields (ids ``#probe-model``, ``#probe-start``...); `request()` reads them, `running`
+    switches Start and Cancel."""
 
+    running: reactive[bool] = reactive(False)
 
     def __init__(self, budget: str, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -66,3 +77,42 @@ class ProbeForm(Container):
         count = columns_that_fit(widths, self.content_region.width)
         if self.styles.grid_size_columns != count:
             self.styles.grid_size_columns = count
+
+    def watch_running(self, running: bool) -> None:
+        self.query_one("#probe-start", Button).disabled = running
+        self.query_one("#probe-cancel", Button).disabled = not running
+
+    @property
+    def comparing(self) -> bool:
+        """Whether float32 and mixed precision are to be probed side by side."""
+        return self.query_one("#probe-compare", Checkbox).value
+
+    def set_devices(self, devices: list[str]) -> None:
+        """Offer these GPUs (the first preselected) and the CPU."""
+        select = self.query_one("#probe-device", Select)
+        select.set_options([(name, name) for name in [*devices, "CPU"]])
+        select.value = devices[0]
+
+    def request(self, python: str) -> ProbeRequest:
+        """The request the form describes (budget 0 = use the device's free memory); raises
+        ProbeRequestError for anything that is not a number where one is needed."""
+        steps = self._number("#probe-steps", "steps per trial", int)
+        max_batch = self._number("#probe-max-batch", "max batch", int)
+        return ProbeRequest(
+            model=self.query_one("#probe-model", Input).value.strip() or DEFAULT_MODEL,
+            device=str(self.query_one("#probe-device", Select).value),
+            budget_mb=self._number("#probe-budget", "the budget", float) or 0.0,
+            steps=DEFAULT_STEPS if steps is None else int(steps),
+            max_batch=DEFAULT_MAX_BATCH if max_batch is None else int(max_batch),
+            mixed_precision=self.query_one("#probe-mixed", Checkbox).value and not self.comparing,
+            python=python,
+        )
+
+    def _number(self, selector: str, what: str, kind: type) -> float | int | None:
+        text = self.query_one(selector, Input).value.strip()
+        if not text:
+            return None
+        try:
+            return kind(text)
+        except ValueError:
+            raise ProbeRequestError(f"{what} must be {NUMBER_WORDS[kind]}, not {text!r}") from None

@@ -1,0 +1,71 @@
+"""The Batch probe's trials: a row per batch size tried (per precision when comparing), "running" until the
+trial's child process ends."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import DataTable
+
+from tfgpu_tui.probe.trial import FITS, Trial
+from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING
+
+RESULT_STYLES = {FITS: SUCCESS, "oom": "$error", "error": ERROR, "timeout": WARNING, "running": "italic"}
+COLUMNS = (
+    ("batch", "batch"),
+    ("precision", "precision"),
+    ("result", "result"),
+    ("peak MB", "peak"),
+    ("rule MB", "rule"),
+    ("step ms", "step"),
+    ("samples/s", "speed"),
+    ("note", "note"),
+)
+
+
+def trial_cells(trial: Trial) -> dict[str, object]:
+    """A trial's table cells by column key."""
+    speed = trial.samples_per_second
+    rule = trial.rule_of_thumb_mb
+    return {
+        "result": Content.styled(trial.result, RESULT_STYLES.get(trial.result, "")),
+        "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
+        "rule": "-" if rule is None else f"{rule:,.1f}",
+        "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",
+        "speed": "-" if speed is None else f"{speed:,.0f}",
+        "note": trial.message.splitlines()[0] if trial.message else "",
+    }
+
+
+class TrialsTable(DataTable):
+    """Rows keyed by the caller (``precision:batch``); rows still running when the probe ends are dropped."""
+
+    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.done: set[str] = set()
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.add_column(label, key=key)
+
+    def reset(self) -> None:
+        """No rows."""
+        self.clear()
+        self.done = set()
+
+    def started(self, key: str, batch_size: int, precision: str) -> None:
+        """A trial began: its row, marked running, selected."""
+        cells = ["", "", "", "", ""]
+        self.add_row(batch_size, precision, Content.styled("running", "italic"), *cells, key=key)
+        self.move_cursor(row=self.row_count - 1)
+
+    def finished(self, key: str, trial: Trial) -> None:
+        """A trial ended: its results in its row."""
+        self.done.add(key)
+        for column, value in trial_cells(trial).items():
+            self.update_cell(key, column, value, update_width=True)
+
+    def drop_unfinished(self) -> None:
+        """Remove the rows of trials cancelled before they finished."""
+        for row_key in list(self.rows):
+            if row_key.value not in self.done:
+                self.remove_row(row_key)
