@@ -14,9 +14,9 @@ from dataclasses import replace
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.alerts import AlertRules
 from tfgpu_tui.gpu.history import History
-from tfgpu_tui.gpu.kill import KillOutcome
+from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import HostState, NvmlUnavailable, ProcessRow, Snapshot
-from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost
+from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost, SignalResult
 from tfgpu_tui.settings import Settings
 
 CONFIRM_SAMPLES = 3
@@ -220,18 +220,19 @@ class Sampler:
         confirm memory was freed."""
         refusal = self.kill_refusal(row)
         if refusal:
-            return KillOutcome(row.pid, "refused", refusal)
+            return KillOutcome(row.pid, KillResult.REFUSED, refusal)
         before = self._held(self.last, row.pid)
         if not before and row.gpu_index is not None:
             before = {row.gpu_index: row.gpu_memory_mib}
         try:
             outcome = self.host.terminate(row, self.settings.kill_grace_seconds, on_progress, first_signal)
         except Exception as exc:
-            return KillOutcome(row.pid, "error", f"Could not signal PID {row.pid}: {exc}")
-        if outcome.result not in ("ended", "still_alive"):
-            return KillOutcome(row.pid, outcome.result, outcome.message, signals_sent=outcome.signals_sent)
-        if outcome.result == "still_alive" or not before:
-            result = "still_held" if outcome.result == "still_alive" else "freed"
+            return KillOutcome(row.pid, KillResult.ERROR, f"Could not signal PID {row.pid}: {exc}")
+        if outcome.result not in (SignalResult.ENDED, SignalResult.STILL_ALIVE):
+            result = KillResult(outcome.result.value)  # permission_denied, already_gone, pid_reused, error
+            return KillOutcome(row.pid, result, outcome.message, signals_sent=outcome.signals_sent)
+        if outcome.result is SignalResult.STILL_ALIVE or not before:
+            result = KillResult.STILL_HELD if outcome.result is SignalResult.STILL_ALIVE else KillResult.FREED
             return KillOutcome(row.pid, result, outcome.message, None, outcome.signals_sent)
         if on_progress:
             on_progress(f"PID {row.pid} ended; checking that its GPU memory was freed")
@@ -247,13 +248,12 @@ class Sampler:
             known = [m for m in before.values() if m is not None]
             freed = sum(known) if known else None
             amount = f"{freed:.0f} MiB freed" if freed is not None else "memory freed"
-            return KillOutcome(
-                row.pid, "freed", f"{outcome.message}; {amount} on {gpus}", freed, outcome.signals_sent
-            )
+            message = f"{outcome.message}; {amount} on {gpus}"
+            return KillOutcome(row.pid, KillResult.FREED, message, freed, outcome.signals_sent)
         still = sum(m or 0.0 for m in held.values())
         return KillOutcome(
             row.pid,
-            "still_held",
+            KillResult.STILL_HELD,
             f"{outcome.message}, but {gpus} still lists {still:.0f} MiB for it (the driver may need a "
             "moment, or an unreaped child still holds the context)",
             None,

@@ -30,7 +30,7 @@ from tfgpu_tui.gpu.model import (
     ProcessRow,
 )
 from tfgpu_tui.gpu.processes import host_stats
-from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample, SignalOutcome
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample, SignalOutcome, SignalResult
 
 BASE_USED_MIB = 420.0
 RUNTIME_DIR = "~/.local/share/jupyter/runtime"
@@ -338,8 +338,9 @@ class SimulatedSource:
                     sim.alive = False
                     if on_progress:
                         on_progress(f"Sent {name} to simulated PID {row.pid}")
-                    return SignalOutcome("ended", f"PID {row.pid} ended ({name}, simulated)", (name,))
-        return SignalOutcome("already_gone", f"PID {row.pid} had already exited")
+                    message = f"PID {row.pid} ended ({name}, simulated)"
+                    return SignalOutcome(SignalResult.ENDED, message, (name,))
+        return SignalOutcome(SignalResult.ALREADY_GONE, f"PID {row.pid} had already exited")
 
 
 def _iso(timestamp: float) -> str:

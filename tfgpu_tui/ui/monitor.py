@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -272,7 +272,7 @@ class MonitorTab(DashboardTab):
             if self.snapshot.timestamp - self._histories_at >= self.plot_seconds:
                 self._plots_wanted.set()  # they are due: fresh ones with the next sample
 
-    def on_resize(self) -> None:
+    def on_resize(self, _event: events.Resize) -> None:
         self._fit()
 
     def _apply(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
@@ -562,8 +562,12 @@ class MonitorTab(DashboardTab):
         sampler = self._sampler
         if sampler is None:
             return
+
+        def progress(text: str) -> None:
+            self.post_message(KillProgress(text))
+
         try:
-            outcome = sampler.kill(row, lambda text: self.post_message(KillProgress(text)), first_signal)
+            outcome = sampler.kill(row, progress, first_signal)
         except Exception as error:  # noqa: BLE001 - report it rather than lose it in a dead worker
             outcome = KillOutcome(row.pid, KillResult.ERROR, f"Killing PID {row.pid} failed: {error!r}")
         self.post_message(KillFinished(outcome))

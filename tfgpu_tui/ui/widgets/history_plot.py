@@ -16,6 +16,7 @@ from tfgpu_tui.ui.widgets.history_series import (
 
 __all__ = ["MEMORY_COLOR", "UTILIZATION_COLOR", "GpuHistory", "HistoryPlot", "Series", "relative_series"]
 
+
 def _minute_ticks(window_seconds: float) -> tuple[list[float], list[str]]:
     minutes = max(1, int(window_seconds // 60))
     ticks = [-60.0 * m for m in range(minutes, 0, -1)] + [0.0]

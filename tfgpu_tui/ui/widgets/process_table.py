@@ -400,7 +400,10 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def on_mount(self) -> None:
         self._read_theme()
-        self.watch(self.app, "theme", lambda _theme: self.call_after_refresh(self._read_theme), init=False)
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, _theme: object) -> None:
+        self.call_after_refresh(self._read_theme)
 
     def _read_theme(self) -> None:
         """Take the marked cells' looks from the theme (component classes), and redraw."""
