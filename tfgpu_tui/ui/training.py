@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,21 +30,19 @@ from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.report import evaluation_text, format_value, status_parts
-from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
+from tfgpu_tui.training.run import TrainingSnapshot
 from tfgpu_tui.training.watch import LogWatch
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
-from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
+from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, WARNING
+from tfgpu_tui.ui.widgets.training_panes import LogLines, ProblemsView, RunContext, RunStatus
 from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 
 POLL_SECONDS = 0.25
 POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
 PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
 BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between polls
-TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
-SEVERITY_STYLE = {Severity.CRITICAL: ERROR, Severity.WARNING: WARNING, Severity.INFO: SUCCESS}
 
 
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
@@ -131,8 +128,8 @@ class TrainingTab(DashboardTab):
             with Vertical(id="training-pick"):
                 yield Static(id="training-pick-note")
                 yield OptionList(id="training-pick-list")
-            yield Static(id="training-status")
-            yield Static(id="training-context")
+            yield RunStatus(id="training-status")
+            yield RunContext(id="training-context")
             yield ProgressBar(total=1, show_eta=False, id="training-steps")
         with Horizontal(id="training-plots"):
             yield EpochLossPlot(id="training-epoch-plot")
@@ -141,8 +138,8 @@ class TrainingTab(DashboardTab):
             yield EpochTable(id="training-epochs")
             with Vertical(id="training-side"):
                 with VerticalScroll(id="training-problems-box"):
-                    yield Static(id="training-problems")
-                yield Static(id="training-lines")
+                    yield ProblemsView(id="training-problems")
+                yield LogLines(id="training-lines")
 
     def on_mount(self) -> None:
         settings = self.settings
@@ -176,16 +173,15 @@ class TrainingTab(DashboardTab):
         (special file, outside --log-root) is not opened and the reason is shown."""
         refusal = None if self.is_simulated(path) else log_refusal(policy_from_settings(self.settings), path)
         if refusal is not None:
-            status = self.query_one("#training-status", Static)
-            status.update(Content.styled(f"Not opened: {refusal}", WARNING))
+            self.query_one(RunStatus).say(f"Not opened: {refusal}", WARNING)
             self.notify(refusal, title="Log not opened", severity="warning")
             return
         self.path = path
         self.writer_pid = writer_pid
         self.run = None
         self.oversight = None
-        self.query_one("#training-status", Static).update(f"Opening {path} ...")
-        self.query_one("#training-context", Static).update("")
+        self.query_one(RunStatus).say(f"Opening {path} ...")
+        self.query_one(RunContext).update("")
         self._follow_worker(path, self._new_oversight(path, writer_pid))
 
     def _new_oversight(self, path: Path, writer_pid: int | None) -> LogOversight:
@@ -267,83 +263,18 @@ class TrainingTab(DashboardTab):
 
     def on_follow_failed(self, message: FollowFailed) -> None:
         if message.path == self.path:
-            self.query_one("#training-status", Static).update(
-                Content.styled(
-                    f"Cannot follow {message.path}: {message.reason}. Press o to open another file.", ERROR
-                )
-            )
+            reason = f"Cannot follow {message.path}: {message.reason}. Press o to open another file."
+            self.query_one(RunStatus).say(reason, ERROR)
 
     def _draw_status(self, message: RunSnapshot) -> None:
-        run, cur = message.run, message.run.current
+        simulated = self.is_simulated(message.path)
         narrow = self.has_class("-narrow")  # one paragraph, shorter words: 3 lines at 80 columns
-        gap = "  " if narrow else "   "
-        text = StyledText()
-        if self.is_simulated(message.path):
-            text.append(" SIMULATED ", f"bold reverse {WARNING}")
-            text.append(" demo log, made-up numbers ")
-            text.append("" if narrow else "(run without --demo, or with --log, for real) ")
-        text.append(f"{message.path}", "bold")
-        if message.state is FileState.WAITING:
-            text.append(
-                "  waiting for the file to appear: start training with "
-                f"`python train.py > {message.path.name} 2>&1`, or press o to open another log",
-                WARNING,
-            )
-        elif message.state is FileState.DELETED:
-            text.append("  the file was deleted", ERROR)
-        if message.backfill:
-            done, total = message.backfill
-            text.append(f"  reading history {100 * done // max(total, 1)}%", "dim")
-        text.append("\n")
-        if cur.epoch is None and cur.step is None:
-            if message.state is not FileState.WAITING:
-                text.append("No Keras progress in this file yet.", "dim")
-            self.query_one("#training-status", Static).update(text.content())
-            return
-        for index, (part, tone) in enumerate(status_parts(run)):
-            text.append(gap if index else "")
-            text.append(part, TONE_STYLE[tone])
-        if cur.metrics:
-            text.append(gap if narrow else "\n")
-            for index, (name, value) in enumerate(cur.metrics.items()):
-                text.append(gap if index else "")
-                text.append(f"{name} ", "dim")
-                text.append(format_value(value), ERROR if value != value else "bold")
-        if evaluation := evaluation_text(run):  # evaluate() after fit(): its own result, not an epoch
-            text.append(gap if narrow else "\n")
-            text.append(evaluation, ACCENT)
-        self.query_one("#training-status", Static).update(text.content())
+        self.query_one(RunStatus).show(
+            message.path, message.state, message.backfill, message.run, simulated, narrow
+        )
 
     def _draw_context(self, oversight: OversightState) -> None:
-        """The writer process and the newest checkpoint, a line each."""
-        text = StyledText("writer ", "dim")  # one line each: the CSS cuts them with an ellipsis
-        writer = oversight.writer
-        if self.is_simulated():
-            text.append("SIMULATED: a thread inside tfgpu-tui (--demo)", WARNING)
-        elif writer is None:
-            text.append("unknown (no process here has this file as its output)", "dim")
-        else:
-            text.append(f"PID {writer.pid} ", "bold")
-            text.append(writer.state, SUCCESS if writer.alive else ERROR)
-            text.append(f"  {writer.command[:300]}", "dim")
-        text.append("\ncheckpoint ", "dim")
-        newest = oversight.newest_checkpoint
-        if not oversight.scanned:
-            text.append("looking ...", "dim")
-        elif newest is None:
-            roots = ", ".join(str(root) for root in oversight.checkpoint_roots)
-            text.append(f"none found under {roots}", WARNING)
-        else:
-            text.append(str(newest.path), "bold")
-            text.append(f"  {format_seconds(newest.age_seconds())} old", "")
-            told = oversight.announced
-            if told is not None and newest.path.name == told.path.rsplit("/", 1)[-1]:
-                text.append(f"  announced in the log at epoch {told.epoch or '?'}", "dim")
-            if oversight.checkpoint_count > 1:
-                text.append(f"  ({oversight.checkpoint_count} found)", "dim")
-        if oversight.checkpoint_warning:
-            text.append(f"  {oversight.checkpoint_warning}", WARNING)
-        self.query_one("#training-context", Static).update(text.content())
+        self.query_one(RunContext).show(oversight, self.is_simulated())
 
     def _draw_progress(self, run: TrainingSnapshot) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
@@ -375,30 +306,10 @@ class TrainingTab(DashboardTab):
         self.query_one(EpochTable).show(run.epochs)
 
     def _draw_problems(self, problems: list[Problem]) -> None:
-        text = StyledText()
-        if not problems:
-            text.append("No problems found.", SUCCESS)
-        for index, problem in enumerate(problems):
-            if index:
-                text.append("\n")
-            where = f" line {problem.line_number}" if problem.line_number else ""
-            times = f" x{problem.count}" if problem.count > 1 else ""
-            text.append(f"{problem.id}", SEVERITY_STYLE[problem.severity])
-            text.append(f"{where}{times}: ", "dim")
-            text.append(problem.message)
-            if problem.fix:
-                text.append("\n  fix: ", "dim")
-                text.append(problem.fix)
-            if problem.line and problem.line != problem.message:
-                text.append("\n  > ", "dim")
-                text.append(problem.line[:200], "dim")
-        self.query_one("#training-problems", Static).update(text.content())
+        self.query_one(ProblemsView).show(problems)
 
     def _draw_lines(self, run: TrainingSnapshot) -> None:
-        widget = self.query_one("#training-lines", Static)
-        height = max(widget.size.height, 5)
-        lines = run.view_lines()[-height:]
-        widget.update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
+        self.query_one(LogLines).show(run)
 
     def _post_alerts(self, problems: list[Problem]) -> None:
         subject = self.path.name
