@@ -4,6 +4,7 @@ dcgm-exporter's names, types and labels, no sentinels, the no-driver case, and t
 from __future__ import annotations
 
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -177,3 +178,35 @@ def test_unreadable_web_config_is_a_usage_error(tmp_path: Path, capsys) -> None:
     bad.write_text("basic_auth_users:\n  alice: plaintext\n")
     assert main(["export", "--port", "0", "--web-config", str(bad)]) == 2
     assert "not a bcrypt hash" in capsys.readouterr().err
+
+
+def test_idle_connections_cannot_exhaust_the_server() -> None:
+    import http.client
+    import socket
+
+    from tfgpu_tui.fleet.server import MAX_CONNECTIONS
+
+    settings = Settings(demo=True)
+    ex = Exporter(settings, hostname="busy")
+    ex.sample_once()
+    server = MetricsServer(("127.0.0.1", 0), ex)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.3)  # all accepted, each holding a slot
+        refused = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        with pytest.raises((ConnectionError, http.client.RemoteDisconnected)):
+            refused.request("GET", "/metrics")
+            refused.getresponse()
+        for sock in idle:
+            sock.close()
+        time.sleep(0.3)
+        with urllib.request.urlopen(server.url, timeout=5) as reply:
+            assert reply.status == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+        ex.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -16,6 +17,7 @@ from tfgpu_tui.fleet.collector import Exporter, exposition, registry_for
 from tfgpu_tui.fleet.web_config import WebConfig
 
 CONNECTION_TIMEOUT_SECONDS = 10.0
+MAX_CONNECTIONS = 32  # open connections served at once; a flood of idle ones cannot exhaust threads
 INDEX = b"""<html><head><title>tfgpu-tui exporter</title></head><body><h1>tfgpu-tui exporter</h1>
 <p><a href="metrics">Metrics</a></p></body></html>
 """
@@ -41,9 +43,27 @@ class MetricsServer(ThreadingHTTPServer):
         self.registry: CollectorRegistry = registry_for(exporter)
         self.web = web or WebConfig()
         self.ssl_context: ssl.SSLContext | None = self.web.ssl_context()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, MetricsHandler)
+
+    def process_request(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+        """One thread per connection, at most MAX_CONNECTIONS at once (more are closed at once)."""
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def finish_request(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
         """Do the TLS handshake in the connection's own thread."""
