@@ -5,8 +5,9 @@ PIDs); every interactive program runs in its own tmux server at 160x48 with a 1 
 CPU time of the program's whole process tree from /proc (utime + stime + reaped children's), over
 --seconds after --warmup seconds; resident memory is the tree's VmRSS at the end of that window.
 
-  * first frame: from the start of the program to a pane (tmux capture-pane, polled every 20 ms) that
-    shows a GPU; the median of --frames starts after one uncounted start that warms the caches;
+  * first frame: from the start of the program until it has written a GPU to the pane (its output is
+    piped to a file read every 5 ms); the median of --frames starts after one uncounted start that warms the
+    caches;
   * CPU while idling on the Monitor, and resident memory (--runs runs each);
   * CPU while idling on another tab: `1` switches to Environment (Monitor hidden); its check (and the
     TensorFlow probe child it starts) must finish before the warm-up begins;
@@ -46,7 +47,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 COLUMNS, LINES = 160, 48
 OURS_MARKER = "H200"  # the GPU name on our GPU card: the first frame that shows a GPU
 NVITOP_MARKER = "140.4GiB"  # nvitop at 160 columns shows no name; its GPU row shows the total memory
-POLL_SECONDS = 0.02
+POLL_SECONDS = 0.005  # how often the pane output file is read while waiting for a frame
 
 # The issue's targets: (key, limit, kind) where kind is "abs" (our figure) or "ratio" (ours / anchor).
 TARGETS = {
@@ -129,15 +130,20 @@ def tree_rss_mib(pid: int) -> float:
 
 
 class Tmux:
-    """One program in its own tmux server (own socket, no config) at COLUMNS x LINES."""
+    """One program in its own tmux server (own socket, no config) at COLUMNS x LINES. The pane's output goes
+    to a file (pipe-pane), so waiting for a frame costs no tmux call per poll; the program starts (clock
+    running) only once that pipe is in place."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.socket = f"tfgpu-bench-{os.getpid()}-{time.monotonic_ns()}"
         exports = [f"{key}={value}" for key, value in env.items()]
-        command = "exec env " + shlex.join([*exports, *argv])
-        self.started = time.perf_counter()
+        command = "read _; exec env " + shlex.join([*exports, *argv])  # waits for the Enter below
         self._tmux("new-session", "-d", "-s", "bench", "-x", str(COLUMNS), "-y", str(LINES), command)
         self.pid = int(self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").strip())
+        self.output = Path(tempfile.mkstemp(prefix="tfgpu-bench-pane-")[1])
+        self._tmux("pipe-pane", "-O", "-t", "bench", f"cat >> {shlex.quote(str(self.output))}")
+        self.started = time.perf_counter()
+        self.keys("Enter")
 
     def _tmux(self, *args: str) -> str:
         done = subprocess.run(
@@ -145,21 +151,19 @@ class Tmux:
         )
         return done.stdout
 
-    def screen(self) -> str:
-        try:
-            return self._tmux("capture-pane", "-p", "-t", "bench")
-        except subprocess.CalledProcessError:
-            return ""
-
     def wait_for(self, text: str, timeout: float = 60) -> float | None:
-        """Seconds from the start until the pane shows ``text``; None after ``timeout``."""
-        while time.perf_counter() - self.started < timeout:
-            if text in self.screen():
-                return time.perf_counter() - self.started
-            if not Path(f"/proc/{self.pid}").exists():
-                print(f"    the program exited before showing {text!r}", flush=True)
-                return None
-            time.sleep(POLL_SECONDS)
+        """Seconds from the start until the program has written ``text``; None after ``timeout``."""
+        wanted = text.encode()
+        seen = b""
+        with self.output.open("rb") as stream:
+            while time.perf_counter() - self.started < timeout:
+                seen = seen[-len(wanted) :] + stream.read()
+                if wanted in seen:
+                    return time.perf_counter() - self.started
+                if not Path(f"/proc/{self.pid}").exists():
+                    print(f"    the program exited before showing {text!r}", flush=True)
+                    return None
+                time.sleep(POLL_SECONDS)
         return None
 
     def keys(self, *keys: str) -> None:
@@ -174,6 +178,7 @@ class Tmux:
             time.sleep(0.1)
         with contextlib.suppress(subprocess.CalledProcessError):
             self._tmux("kill-server")
+        self.output.unlink(missing_ok=True)
 
 
 def wait_children_done(pid: int, timeout: float) -> float:
