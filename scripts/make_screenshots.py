@@ -44,12 +44,9 @@ def _environment_ready(app: TfgpuApp) -> bool:
 
 
 def _monitor_ready(app: TfgpuApp) -> bool:
-    from textual.widgets import DataTable
-
     from tfgpu_tui.ui.monitor import MonitorTab
 
-    tables = app.query_one(MonitorTab).query(DataTable)
-    return any(table.row_count > 0 for table in tables)
+    return app.query_one(MonitorTab).snapshot is not None and _settled(app, 2.0)
 
 
 def _probe_ready(app: TfgpuApp) -> bool:
