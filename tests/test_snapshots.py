@@ -29,6 +29,7 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.probe_form import ProbeForm, columns_that_fit
 
 FIXED_NOW = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 HOST = HostStats(cpu_percent=37.0, cpu_count=16, memory_used_mib=24_576.0, memory_total_mib=128_000.0)
@@ -103,6 +104,14 @@ async def training_ready(pilot: Pilot) -> None:
 
 
 async def probe_ready(pilot: Pilot) -> None:
+    form = pilot.app.query_one(ProbeForm)
+
+    def settled() -> bool:  # as many groups a row as fit
+        widths = [group.outer_size.width for group in form.query(".form-group")]
+        wanted = columns_that_fit(widths, form.content_region.width) if all(widths) else 0
+        return form.styles.grid_size_columns == wanted
+
+    await wait_until(pilot, settled, timeout=10)
     await pilot.pause(0.5)
 
 
