@@ -306,14 +306,15 @@ class HostInspector:
             if not name.isdigit() or int(name) == self._self_pid:
                 continue
             pid = int(name)
+            previous = self._scan_known.get(pid)
+            if previous and previous[1] is False and now - previous[2] < previous[3]:
+                seen[pid] = previous  # no TensorFlow, not due for a recheck: its stat is not even read (CPU)
+                continue
             stat = read_stat(pid)
             if stat is None or stat.state == "Z":
                 continue
-            previous = self._scan_known.get(pid)
             if previous and previous[0] == stat.start_ticks and previous[1] is not False:
                 seen[pid] = previous  # TensorFlow stays loaded; unreadable stays unreadable
-            elif previous and previous[0] == stat.start_ticks and now - previous[2] < previous[3]:
-                seen[pid] = previous
             else:
                 found_tf, recheck = _python_tensorflow(pid)
                 seen[pid] = (stat.start_ticks, found_tf, now, recheck)
