@@ -160,6 +160,9 @@ class PrometheusReader:
                 )
                 continue
             self._last[instance] = _host(instance, series, up, "" if up else _reason(target), age, now)
+        for gone in [key for key in self._last if key not in health]:  # no longer a target of Prometheus
+            del self._last[gone]
+            self._last_ok.pop(gone, None)
         return FleetView(tuple(self._hosts(now)), self.url, "", _ms(started))
 
     def _hosts(self, now: float) -> list[HostSnapshot]:
