@@ -137,3 +137,23 @@ def test_formatting_edges() -> None:
     # to the second under an hour, to the minute from an hour on
     assert duration_text(3599.9) == "59:59" and duration_text(3600) == "1h 00m"
     assert duration_text(3 * 3600 + 2 * 60 + 59) == "3h 02m" == duration_text(3 * 3600 + 2 * 60)
+
+
+def test_rows_show_idle_time_and_our_own_children() -> None:
+    idle = _process(1, gpu_memory_mib=18432.0, sm_percent=0.0, idle_seconds=754.0, command="python -m x")
+    fresh = _process(2, gpu_memory_mib=1024.0, sm_percent=0.0, idle_seconds=30.0, command="python y.py")
+    child = _process(3, own_child=True, command="python tf_probe.py")
+    rows = build_process_rows(_snapshot([idle, fresh, child]), "pid")
+    assert _cell(rows, 0, "command") == "[idle 12m] python -m x"
+    assert _cell(rows, 1, "command") == "python y.py"
+    assert _cell(rows, 2, "command") == "[tfgpu-tui child] python tf_probe.py"
+
+
+def test_card_and_compact_line_say_how_long_the_gpu_has_read_zero() -> None:
+    from tfgpu_tui.ui.widgets.gpu_compact import render_compact_line
+
+    device = _device(utilization_percent=0.0, zero_util_seconds=42.0)
+    assert "0 % for 42 s" in render_card(device).plain
+    assert "0% for 42 s" in render_compact_line(device, 80).plain
+    assert len(render_compact_line(device, 80).plain) <= 80
+    assert "for " not in render_compact_line(_device(), 80).plain

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tfgpu_tui.gpu.model import DeviceSample
-from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text
+from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text, zero_util_text
 from tfgpu_tui.ui.widgets.history_plot import MEMORY_COLOR, UTILIZATION_COLOR
 
 BAR_WIDTH = 16
@@ -32,9 +32,9 @@ def render_card(sample: DeviceSample) -> Text:
     text.append("\nUtil ", style=f"bold {UTILIZATION_COLOR}")
     text.append_text(bar(util, BAR_WIDTH, level_style(util)))
     text.append(f" {number_text(util, ' %'):>6}")
-    zero = sample.zero_util_seconds  # 0 % while TensorFlow holds memory (gpu/alerts.py), live from the start
-    if zero is not None:
-        text.append(f" for {zero / 60:.0f} min" if zero >= 120 else f" for {zero:.0f} s", style="bold yellow")
+    zero = zero_util_text(sample.zero_util_seconds)  # 0 % while TensorFlow holds memory, live from the start
+    if zero:
+        text.append(f" {zero}", style="bold yellow")
     memory = sample.memory_percent
     text.append("\nMem  ", style=f"bold {MEMORY_COLOR}")
     text.append_text(bar(memory, BAR_WIDTH, level_style(memory, warn=80.0, critical=95.0)))

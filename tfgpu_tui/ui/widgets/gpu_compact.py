@@ -8,7 +8,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from tfgpu_tui.gpu.model import DeviceSample
-from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text
+from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text, zero_util_text
 
 NAME_WIDTH = 14
 MIN_BAR, MAX_BAR = 4, 30
@@ -35,16 +35,25 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
         return text
     util = number_text(sample.utilization_percent, "%")
     memory = f"{_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)}G"
+    zero = zero_util_text(sample.zero_util_seconds)  # 0 % while TensorFlow holds memory
+    zero = f" {zero}" if zero else ""
     tail = f" {number_text(sample.temperature_c, '°C'):>5} {number_text(sample.power_w)}/"
     tail += f"{number_text(sample.power_limit_w)}W"
     fixed = (
-        3 + NAME_WIDTH + len(" Util ") + len(f" {util:>4}") + len(" Mem ") + len(f" {memory:>11}") + len(tail)
+        3
+        + NAME_WIDTH
+        + len(" Util ")
+        + len(f" {util:>4}{zero}")
+        + len(" Mem ")
+        + len(f" {memory:>11}")
+        + len(tail)
     )
     bar_width = max(MIN_BAR, min(MAX_BAR, (width - fixed) // 2))
     util_value, mem_value = sample.utilization_percent, sample.memory_percent
     text.append(" Util ", style="bold")
     text.append_text(bar(util_value, bar_width, level_style(util_value)))
     text.append(f" {util:>4}")
+    text.append(zero, style="bold yellow")
     text.append(" Mem ", style="bold")
     text.append_text(bar(mem_value, bar_width, level_style(mem_value, warn=80.0, critical=95.0)))
     text.append(f" {memory:>11}")

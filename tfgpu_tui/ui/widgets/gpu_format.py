@@ -35,6 +35,13 @@ def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
 duration_text = running_text  # a process's running time, as `tfgpu-tui gpus` prints it too
 
 
+def zero_util_text(seconds: float | None) -> str:
+    """How long a GPU has read 0 % while TensorFlow holds its memory ("for 45 s", "for 3 min"); "" if not."""
+    if seconds is None:
+        return ""
+    return f"for {seconds / 60:.0f} min" if seconds >= 120 else f"for {seconds:.0f} s"
+
+
 # The looks of a load level. Plain defaults for use without an app; the Monitor sets the theme's colours
 # ($success, $warning, $error) with `set_level_colors` when it mounts and when the theme changes.
 LEVEL_STYLES = {"unknown": "dim", "ok": "green", "warn": "yellow", "critical": "bold red"}

@@ -88,13 +88,24 @@ def row_key(process: ProcessRow) -> RowKey:
 
 
 @lru_cache(maxsize=4096)
-def _command_text(host_state: HostState, kernel: JupyterKernel | None, command: str | None) -> Text:
+def _command_text(
+    host_state: HostState,
+    kernel: JupyterKernel | None,
+    command: str | None,
+    idle_minutes: int = 0,
+    own_child: bool = False,
+) -> Text:
     """Cached: a process's command rarely changes, and building Text for hundreds of rows each tick adds up.
-    Always Text, never str, so that brackets in a command line are not read as markup."""
+    Always Text, never str, so that brackets in a command line are not read as markup. `idle_minutes`: how
+    long it has held GPU memory at 0 % SM (shown from 1 min); `own_child`: a tfgpu-tui probe child."""
     text = Text()
     mark = _HOST_STATE_MARK.get(host_state)
     if mark:
         text.append(f"[{mark}] ", style=CELL_STYLES["marker"])
+    if idle_minutes:
+        text.append(f"[idle {idle_minutes}m] ", style=CELL_STYLES["marker"])
+    if own_child:
+        text.append("[tfgpu-tui child] ", style=CELL_STYLES["dim"])
     if kernel is not None:
         if kernel.notebook_path:
             text.append(f"notebook {kernel.notebook_path}", style=CELL_STYLES["notebook"])
@@ -131,8 +142,16 @@ def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
         mib_text(process.host_memory_mib),
         duration_text(process.running_seconds),
         _tf_mark(process.tensorflow_loaded),
-        _command_text(process.host_state, process.jupyter, process.command),
+        _command_text(
+            process.host_state, process.jupyter, process.command, _idle_minutes(process), process.own_child
+        ),
     )
+
+
+def _idle_minutes(process: ProcessRow) -> int:
+    """Whole minutes a process has held GPU memory at 0 % SM; 0 under a minute or when unknown."""
+    idle = process.idle_seconds
+    return int(idle // 60) if idle is not None and idle >= 60 else 0
 
 
 def is_descending(sort_by: str, reverse: bool) -> bool:

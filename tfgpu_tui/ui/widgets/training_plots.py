@@ -20,7 +20,6 @@ class EpochLossPlot(PlotextPlot):
     """loss and val_loss of the latest fit() call, one point per epoch; a vertical line where a callback
     changed the learning rate (ReduceLROnPlateau, LearningRateScheduler)."""
 
-
     def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Plot these epochs."""
         plt = self.plt
@@ -48,7 +47,6 @@ class EpochLossPlot(PlotextPlot):
 
 class StepLossPlot(PlotextPlot):
     """loss against step within the current epoch (Keras' running mean)."""
-
 
     def show(self, points: list[tuple[int, float]], epoch: int | None) -> None:
         """Plot (step, loss) points."""
