@@ -35,8 +35,10 @@ def executable(path: Path, text: str) -> Path:
     return path
 
 
+# The peak is /proc/self/status's VmHWM, this process's own address space: ru_maxrss would also count the
+# parent's peak, which Linux carries across the fork/vfork + exec that started us.
 MEASURE = """
-import json, resource, sys
+import json, sys
 import tfgpu_tui.ui.app  # the dashboard's own weight
 from tfgpu_tui.env.probe_runner import run_probe
 from tfgpu_tui.probe.request import ProbeRequest
@@ -44,8 +46,10 @@ from tfgpu_tui.probe.runner import TrialRunner
 
 outcome = run_probe(sys.argv[1], 120)
 trial = TrialRunner(ProbeRequest(budget_mb=100.0), sys.argv[2]).run_trial(8)
+status = open("/proc/self/status").read()
+peak_kb = int(status.split("VmHWM:", 1)[1].split()[0])
 print(json.dumps({
-    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "peak_rss_mb": peak_kb / 1024,
     "probe_stderr_chars": len(outcome.stderr), "probe_note": "bytes of output left out" in outcome.stderr,
     "trial_message_chars": len(trial.message), "trial_note": "bytes of output left out" in trial.message,
     "trial_message_end": trial.message[-200:],

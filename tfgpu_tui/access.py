@@ -110,7 +110,8 @@ def model_refusal(policy: AccessPolicy, spec: str) -> str | None:
 
 
 class HasPath(Protocol):
-    path: Path
+    @property
+    def path(self) -> Path: ...
 
 
 T = TypeVar("T", bound=HasPath)

@@ -231,10 +231,12 @@ class AlertRules:
             # client ever connected, so nothing can be running in it)
             kernel_idle = row.jupyter is not None and row.jupyter.execution_state in IDLE_KERNEL_STATES
             # without per-process SM % (older GPUs), an idle GPU or an idle kernel is the best evidence
+            if row.gpu_index is None or not row.gpu_memory_mib:
+                continue
             busy = row.sm_percent if row.sm_percent is not None else gpu_busy.get(row.gpu_index)
             if row.sm_percent is None and kernel_idle:
                 busy = 0
-            if row.gpu_index is None or not row.gpu_memory_mib or busy != 0:
+            if busy != 0:
                 continue
             live.add(key)
             since = self._process_idle_since.setdefault(key, now)

@@ -192,18 +192,29 @@ class BatchProbeTab(DashboardTab):
                 return
             request = replace(request, budget_mb=budget.mb, budget_source=budget.source)
             runner.request = request
-        callbacks = {
-            "on_trial_start": lambda batch: self.post_message(TrialStarted(batch)),
-            "on_trial_done": lambda trial: self.post_message(TrialDone(trial)),
-        }
+
+        def on_trial_start(batch: int) -> None:
+            self.post_message(TrialStarted(batch))
+
+        def on_trial_done(trial: Trial) -> None:
+            self.post_message(TrialDone(trial))
+
+        def on_pass_start(pass_request: ProbeRequest) -> None:
+            self.post_message(ProbeStarted(pass_request))
+
         if compare:
             comparison = run_comparison(
-                request, runner, on_pass_start=lambda r: self.post_message(ProbeStarted(r)), **callbacks
+                request,
+                runner,
+                on_pass_start=on_pass_start,
+                on_trial_start=on_trial_start,
+                on_trial_done=on_trial_done,
             )
             self.post_message(ProbeFinished(comparison.float32, comparison=comparison))
             return
         self.post_message(ProbeStarted(request))
-        self.post_message(ProbeFinished(run_probe(request, runner, **callbacks)))
+        result = run_probe(request, runner, on_trial_start=on_trial_start, on_trial_done=on_trial_done)
+        self.post_message(ProbeFinished(result))
 
     def action_cancel(self) -> None:
         """Kill the running trial's child and stop the probe."""

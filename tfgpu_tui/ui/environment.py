@@ -235,7 +235,7 @@ class EnvironmentTab(DashboardTab):
             elapsed = time.monotonic() - self.started_at
             step = "Collecting facts" if report is None else "Importing TensorFlow"
             parts += [(frame, "$accent"), f" {step} with {self._python_label()}... {elapsed:.0f} s"]
-        else:
+        elif report is not None:
             counts = ", ".join(f"{count} {status}" for status, count in report.counts().items() if count)
             parts += [(report.worst.value.upper(), STATUS_STYLE[report.worst]), f"  {counts}  "]
             parts.append((f"({self._python_label()}; p picks another)", "dim"))

@@ -188,7 +188,7 @@ class TrainingTab(DashboardTab):
         settings = self.settings
         simulated = self.is_simulated(path)
         checkpoints = settings.checkpoints_dir
-        if simulated and checkpoints is None:
+        if simulated and checkpoints is None and self.demo is not None:
             checkpoints = self.demo.checkpoints
         policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
         return LogOversight(path, checkpoints, policy, writer_pid, find_writer=not simulated)

@@ -3,6 +3,8 @@ by priority (fit run, epoch, loss, val_loss, time, then the other metrics), so n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual import events
 from textual.widgets import DataTable
 
@@ -34,13 +36,13 @@ class EpochTable(DataTable):
 
     def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self.epochs: list[EpochRecord] = []
+        self.epochs: Sequence[EpochRecord] = []
         self.shown_columns: list[str] = []
         self._key: tuple = ()
         self._formatted: tuple = ((), [], {})
         self._last_formatted = 0
 
-    def show(self, epochs: list[EpochRecord]) -> None:
+    def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Draw these epochs (the newest MAX_TABLE_ROWS)."""
         self.epochs = epochs = epochs[-MAX_TABLE_ROWS:]
         if not epochs:
@@ -66,7 +68,7 @@ class EpochTable(DataTable):
         self._key = (layout, len(epochs), id(epochs[-1]))
         self.move_cursor(row=len(epochs) - 1)
 
-    def _format(self, epochs: list[EpochRecord]) -> tuple[list[dict[str, str]], dict[str, int]]:
+    def _format(self, epochs: Sequence[EpochRecord]) -> tuple[list[dict[str, str]], dict[str, int]]:
         """Every epoch's cells by column name, and each column's width; only new epochs are formatted."""
         names = metric_names(epochs)
         show_run = len({e.fit_run for e in epochs}) > 1

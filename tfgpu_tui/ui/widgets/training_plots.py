@@ -48,7 +48,7 @@ class EpochLossPlot(PlotextPlot):
 class StepLossPlot(PlotextPlot):
     """loss against step within the current epoch (Keras' running mean)."""
 
-    def show(self, points: list[tuple[int, float]], epoch: int | None) -> None:
+    def show(self, points: Sequence[tuple[int, float]], epoch: int | None) -> None:
         """Plot (step, loss) points."""
         plt = self.plt
         plt.clear_figure()
