@@ -79,8 +79,9 @@ class MetricsServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else str(host)
         scheme = "https" if self.ssl_context is not None else "http"
-        shown = f"[{host}]" if ":" in str(host) else host
+        shown = f"[{host}]" if ":" in host else host
         return f"{scheme}://{shown}:{port}/metrics"
 
 
