@@ -81,3 +81,15 @@ async def test_a_tab_is_built_when_first_shown(tmp_path) -> None:
         await pilot.press("2", "4")
         await wait_until(pilot, lambda: tabs.active == "probe")
         assert len(tabs.get_pane("probe").query_children(DashboardTab)) == 1  # built once
+
+
+async def test_a_click_on_a_tab_title_builds_and_focuses_it(tmp_path) -> None:
+    app = TfgpuApp(Settings(log_path=tmp_path / "absent.log", demo=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        tabs = app.query_one(TabbedContent)
+        await wait_until(pilot, lambda: app.focused is not None)
+        await pilot.click("#--content-tab-probe")
+        pane = tabs.get_pane("probe")
+        await wait_until(pilot, lambda: bool(pane.query_children(DashboardTab)) and app.focused is not None)
+        await wait_until(pilot, lambda: app.focused in pane.query("*"))
+        assert tabs.active == "probe"
