@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from tfgpu_tui.env.runner import run_check
+from tfgpu_tui.env.check_run import run_check
 
 
 def bare_import(python: str) -> float:

@@ -60,6 +60,6 @@ def test_gpu_alert_table_lists_exactly_the_kinds_the_monitor_raises() -> None:
     text = (DOCS / "gpu-monitor.md").read_text(encoding="utf-8")
     section = text.split("### Alerts", 1)[1].split("\n### ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z_]+)`", section, flags=re.MULTILINE))
-    raised = _alert_kinds_raised_by("gpu/alerts.py", "gpu/sampler.py")
+    raised = _alert_kinds_raised_by("gpu/alert_rules.py", "gpu/sampler.py")
     assert raised, "no Alert(...) calls found: the scan is broken"
     assert documented == raised

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tfgpu_tui.env.check_run import full_report
 from tfgpu_tui.env.checks import CHECKS, evaluate
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
-from tfgpu_tui.env.probe_runner import ProbeOutcome, ProbeRun, needs_vlog_retry
 from tfgpu_tui.env.recorded import demo_recording, facts_from_dict, load_recording, recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
-from tfgpu_tui.env.runner import full_report
+from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun, needs_vlog_retry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 PY = "/home/ana/venvs/tf/bin/python"

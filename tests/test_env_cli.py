@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from tfgpu_tui.cli import main
+from tfgpu_tui.env.check_run import run_check
 from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
-from tfgpu_tui.env.runner import run_check
 
 EXIT_FOR_STATUS = {"ok": 0, "warning": 1, "failure": 2}
 

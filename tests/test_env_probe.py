@@ -14,8 +14,8 @@ import pytest
 from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_runner import ProbeRun, run_probe, run_probe_with_retry
 from tfgpu_tui.env.recorded import load_recording
+from tfgpu_tui.env.tf_inspection import ProbeRun, run_probe, run_probe_with_retry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 

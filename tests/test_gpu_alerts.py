@@ -8,7 +8,7 @@ import pytest
 from gpu_alert_helpers import device, kinds, proc
 
 from tfgpu_tui.alerts import Alert, Severity, most_urgent, needs_action, ordered
-from tfgpu_tui.gpu.alerts import AlertRules
+from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.history import History
 from tfgpu_tui.gpu.model import JupyterKernel
 from tfgpu_tui.gpu.sampler import Sampler

@@ -11,7 +11,7 @@ from gpu_alert_helpers import device, kinds, proc
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.checks import REPORT_ORDER
-from tfgpu_tui.gpu.alerts import AlertRules
+from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.export import snapshot_dict
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.sampler import Sampler

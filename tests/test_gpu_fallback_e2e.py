@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from tfgpu_tui.env.probe_runner import PROBE_ENV
+from tfgpu_tui.env.tf_inspection import PROBE_ENV
 from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child, marked
-from tfgpu_tui.probe.runner import child_environment
+from tfgpu_tui.probe.trial_runner import child_environment
 
 WORK = (
     "import tensorflow as tf\n"

@@ -10,10 +10,11 @@ import pytest
 
 from tfgpu_tui.cli import main
 from tfgpu_tui.gpu.model import DeviceInfo
-from tfgpu_tui.probe import precision, runner
+from tfgpu_tui.probe import precision
+from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.probe.precision import note_for, precision_note, run_comparison
 from tfgpu_tui.probe.request import ProbeRequest
-from tfgpu_tui.probe.runner import TrialRunner
+from tfgpu_tui.probe.trial_runner import TrialRunner
 
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from tfgpu_tui.cli import number_in
+from tfgpu_tui.env.check_run import CheckRun, run_check
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
-from tfgpu_tui.env.runner import CheckRun, run_check
 from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
 
 

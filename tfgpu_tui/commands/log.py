@@ -14,7 +14,8 @@ from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.readout import RunReadout
-from tfgpu_tui.training.report import (
+from tfgpu_tui.training.run import TrainingRun, format_seconds
+from tfgpu_tui.training.text_format import (
     FINISH_WORDS,
     LR_COLUMN,
     epoch_row,
@@ -25,7 +26,6 @@ from tfgpu_tui.training.report import (
     metrics_text,
     status_text,
 )
-from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.watch import LogWatch
 
 FOLLOW_POLL_SECONDS = 0.5

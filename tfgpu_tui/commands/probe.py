@@ -20,8 +20,8 @@ from tfgpu_tui.probe.request import (
     normalise_device,
 )
 from tfgpu_tui.probe.result import ProbeResult
-from tfgpu_tui.probe.runner import run_probe
 from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import run_probe
 from tfgpu_tui.settings import TIMEOUT_SECONDS
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from tfgpu_tui.env import checks
 from tfgpu_tui.env.facts import CHILD_TIMEOUT_SECONDS, EnvFacts, collect_facts
 from tfgpu_tui.env.findings import EnvReport
-from tfgpu_tui.env.probe_runner import ProbeRun, run_probe_with_retry
+from tfgpu_tui.env.tf_inspection import ProbeRun, run_probe_with_retry
 
 MIN_PROBE_SECONDS = 0.5
 

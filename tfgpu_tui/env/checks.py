@@ -14,7 +14,7 @@ from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_un
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Finding, Status, pending
 from tfgpu_tui.env.probe_data import ProbeResult
-from tfgpu_tui.env.probe_runner import ProbeRun
+from tfgpu_tui.env.tf_inspection import ProbeRun
 
 # The modules whose decorated functions are the checks (importing them registers them).
 CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu)

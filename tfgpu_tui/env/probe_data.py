@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
 
 if TYPE_CHECKING:
-    from tfgpu_tui.env.probe_runner import ProbeRun
+    from tfgpu_tui.env.tf_inspection import ProbeRun
 
 
 def _str(value: Any) -> str | None:
@@ -246,7 +246,7 @@ class ProbeResult:
     """What the checks read about one probe run (and its VLOG re-run, when there was one).
 
     Attributes:
-        error_kind: None when the probe printed its JSON; else why not (see ``probe_runner.ProbeOutcome``).
+        error_kind: None when the probe printed its JSON; else why not (see ``tf_inspection.ProbeOutcome``).
         message: what went wrong, in one sentence (empty on success).
         data: the parsed JSON (empty when the probe printed none).
         log_matches: every known problem message in TensorFlow's stderr (both runs), in order.

@@ -16,7 +16,7 @@ from typing import Any
 
 from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts
 from tfgpu_tui.env.nvml_facts import NvmlFacts
-from tfgpu_tui.env.probe_runner import ProbeOutcome, ProbeRun
+from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun
 from tfgpu_tui.gpu.model import DeviceInfo, DriverInfo, NvmlUnavailable
 from tfgpu_tui.gpu.source import GpuProcess
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.gpu.alerts import AlertRules
+from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.history import History
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import HostState, NvmlUnavailable, ProcessRow, Snapshot

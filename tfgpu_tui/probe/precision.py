@@ -10,8 +10,8 @@ from tfgpu_tui.gpu.model import DeviceInfo
 from tfgpu_tui.gpu.nvml import NvmlSource
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.result import ProbeResult
-from tfgpu_tui.probe.runner import TrialRunner, run_probe
 from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.probe.worker import mixed_policy_for
 
 TENSOR_CORE_CAPABILITY = (7, 0)

@@ -21,8 +21,8 @@ from tfgpu_tui.probe.request import (
     ProbeRequestError,
 )
 from tfgpu_tui.probe.result import ProbeResult
-from tfgpu_tui.probe.runner import TrialRunner, run_probe
 from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab

@@ -21,14 +21,14 @@ from textual.widgets import DataTable, Static
 
 from tfgpu_tui.access import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.env.check_run import fast_report, full_report
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
-from tfgpu_tui.env.probe_runner import run_probe_with_retry
 from tfgpu_tui.env.recorded import demo_recording
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
-from tfgpu_tui.env.runner import fast_report, full_report
 from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_target, with_versions
+from tfgpu_tui.env.tf_inspection import run_probe_with_retry
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail

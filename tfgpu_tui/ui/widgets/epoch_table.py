@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from textual import events
 from textual.widgets import DataTable
 
-from tfgpu_tui.training.report import LR_COLUMN, epoch_row, has_lr_changes, metric_names
 from tfgpu_tui.training.run import EpochRecord
+from tfgpu_tui.training.text_format import LR_COLUMN, epoch_row, has_lr_changes, metric_names
 
 MAX_TABLE_ROWS = 2000
 FIRST_COLUMNS = ("fit", "epoch", "loss", "val_loss", "time")

@@ -13,8 +13,8 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.problems import Problem
-from tfgpu_tui.training.report import evaluation_text, format_value, status_parts
 from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
+from tfgpu_tui.training.text_format import evaluation_text, format_value, status_parts
 from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
 
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
