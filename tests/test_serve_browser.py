@@ -9,14 +9,11 @@ A screenshot is saved to `artifacts/serve_browser.png`.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
 import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from served import free_loopback_port, stop_process_group
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
@@ -60,21 +58,6 @@ pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason=f"no headless browser: {CHROMIUM} not installed (apt-get install chromium)",
 )
-
-
-def free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def stop_process_group(process: subprocess.Popen) -> None:
-    """SIGTERM the process group (server + its per-session app processes), then SIGKILL what is left."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=5)
 
 
 def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 20.0) -> None:

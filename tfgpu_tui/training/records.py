@@ -9,6 +9,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import NamedTuple
 
+from tfgpu_tui.durations import span_text
 from tfgpu_tui.training.keras_progress import is_bad_number
 
 EMPTY: Mapping[str, float] = MappingProxyType({})
@@ -251,14 +252,5 @@ class CurrentState(_Rates):
 
 
 def format_seconds(seconds: float | None) -> str:
-    """``45s``, ``3m 05s``, ``2h 03m``; ``-`` for None; sub-second as ``12ms``."""
-    if seconds is None:
-        return "-"
-    if 0 < seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    total = int(round(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m {total % 60:02d}s"
-    return f"{total // 3600}h {total % 3600 // 60:02d}m"
+    """A training time: ``45s``, ``3m 05s``, ``2h 03m``, ``3d 04h``; ``-`` for None; ``12ms`` below 1 s."""
+    return span_text(seconds)
