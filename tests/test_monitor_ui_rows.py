@@ -157,3 +157,29 @@ def test_card_and_compact_line_say_how_long_the_gpu_has_read_zero() -> None:
     assert "0% for 42 s" in render_compact_line(device, 80).plain
     assert len(render_compact_line(device, 80).plain) <= 80
     assert "for " not in render_compact_line(_device(), 80).plain
+
+
+def test_short_alert_titles_name_the_notebook_or_the_program() -> None:
+    from tfgpu_tui.ui.widgets.alerts_panel import with_short_titles
+
+    kernel = _process(7, jupyter=JupyterKernel("0123456789abcdef", "work/eda.ipynb"), command="python -m x")
+    unnamed = _process(8, jupyter=JupyterKernel("fedcba9876543210", None), command="python -m x")
+    script = _process(9, command="python train.py --epochs 5")
+    alerts = [Alert("stale_vram", Severity.WARNING, "m", subject=f"PID {pid}") for pid in (7, 8, 9)]
+    shorts = [alert.short for alert in with_short_titles(alerts, [kernel, unnamed, script])]
+    assert shorts == [
+        "Stale VRAM: PID 7 eda.ipynb",
+        "Stale VRAM: PID 8 jupyter kernel fedcba98",
+        "Stale VRAM: PID 9 train.py",
+    ]
+
+
+def test_idle_time_reads_in_minutes_hours_and_days() -> None:
+    from tfgpu_tui.durations import idle_text
+
+    assert [idle_text(s) for s in (61, 3599, 3600 + 22 * 60, 3 * 86400 + 4 * 3600)] == [
+        "1m",
+        "59m",
+        "1h 22m",
+        "3d 04h",
+    ]

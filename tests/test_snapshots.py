@@ -49,11 +49,16 @@ class FrozenSource(simulated.SimulatedSource):
 
 
 class FrozenPerfCounter:
-    """`time` for the modules that print what a refresh cost: perf_counter stands still (0.0 ms)."""
+    """`time` for the sampler and the Monitor: perf_counter stands still (a refresh costs 0.0 ms) and the wall
+    clock is the simulated GPUs' (a kernel's idle time counts from its last activity on that same clock)."""
 
     @staticmethod
     def perf_counter() -> float:
         return 0.0
+
+    @staticmethod
+    def time() -> float:
+        return FIXED_NOW
 
     def __getattr__(self, name: str) -> object:
         return getattr(time, name)

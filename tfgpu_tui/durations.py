@@ -47,3 +47,15 @@ def span_text(seconds: float | None, missing: str = "-") -> str:
     if total < 86400:
         return f"{total // 3600}h {total % 3600 // 60:02d}m"
     return f"{total // 86400}d {total % 86400 // 3600:02d}h"
+
+
+def idle_text(seconds: float) -> str:
+    """How long something has sat idle, to the minute: ``12m``, ``5h 22m``, ``3d 04h``."""
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours:02d}h"

@@ -9,7 +9,7 @@ import socket
 import sys
 import time
 
-from tfgpu_tui.durations import running_text
+from tfgpu_tui.durations import idle_text, running_text
 from tfgpu_tui.gpu.export import snapshot_dict
 from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
@@ -107,7 +107,7 @@ def process_command(row: ProcessRow) -> str:
     if row.own_child:
         marks += "[tfgpu-tui child] "
     if row.idle_seconds is not None and row.idle_seconds >= 60:
-        marks += f"[idle {row.idle_seconds / 60:.0f}m] "
+        marks += f"[idle {idle_text(row.idle_seconds)}] "
     return marks + command
 
 

@@ -48,6 +48,16 @@ def program_name(command: str | None) -> str:
     return os.path.basename(words[0]) if words else ""
 
 
+def process_label(row: ProcessRow) -> str:
+    """A process in a word or two: a Jupyter kernel's notebook (or kernel id), else its program."""
+    kernel = row.jupyter
+    if kernel is not None:
+        if kernel.notebook_path:
+            return os.path.basename(kernel.notebook_path)
+        return f"jupyter kernel {kernel.kernel_id[:8]}"
+    return program_name(row.command)
+
+
 def short_title(alert: Alert) -> str:
     """The alert in a few words: its own short title, else what it is and what it is about."""
     if alert.short:
@@ -58,8 +68,8 @@ def short_title(alert: Alert) -> str:
 
 def with_short_titles(alerts: list[Alert], processes: list[ProcessRow]) -> list[Alert]:
     """The alerts with a short title filled in where they have none, naming the program of the process they
-    are about (`CPU fallback: PID 1234 train.py`)."""
-    programs = {f"PID {row.pid}": program_name(row.command) for row in processes}
+    are about (`CPU fallback: PID 1234 train.py`, `Stale VRAM: PID 4321 analysis.ipynb`)."""
+    programs = {f"PID {row.pid}": process_label(row) for row in processes}
     filled = []
     for alert in alerts:
         if not alert.short:

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tfgpu_tui.durations import idle_text
 from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
 from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
 
@@ -103,7 +104,7 @@ def _command_text(
     if mark:
         text.append(f"[{mark}] ", style=CELL_STYLES["marker"])
     if idle_minutes:
-        text.append(f"[idle {idle_minutes}m] ", style=CELL_STYLES["marker"])
+        text.append(f"[idle {idle_text(idle_minutes * 60)}] ", style=CELL_STYLES["marker"])
     if own_child:
         text.append("[tfgpu-tui child] ", style=CELL_STYLES["dim"])
     if kernel is not None:
