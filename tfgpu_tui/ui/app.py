@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from tfgpu_tui.alerts import Alert, most_urgent
+from tfgpu_tui.alerts import Alert, most_urgent, ordered
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
@@ -149,9 +149,8 @@ class TfgpuApp(App[None]):
 
     @property
     def all_alerts(self) -> list[Alert]:
-        """Every tab's current alerts, most urgent first."""
-        alerts = [alert for alerts in self._alerts_by_source.values() for alert in alerts]
-        return sorted(alerts, key=lambda alert: alert.severity, reverse=True)
+        """Every tab's current alerts, most urgent first (an action before any advice)."""
+        return ordered([alert for alerts in self._alerts_by_source.values() for alert in alerts])
 
     def on_alerts_changed(self, message: AlertsChanged) -> None:
         self._alerts_by_source[message.source] = list(message.alerts)
@@ -219,6 +218,8 @@ class TfgpuApp(App[None]):
             # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
             self.screen.set_focus(None)
             tabs.active = tab_id
+        elif self.focused is None:  # the tab is shown but nothing in it has the focus: its keys would not work
+            self._focus_active_tab()
 
     def action_help(self) -> None:
         """Show every key binding, grouped by tab."""
