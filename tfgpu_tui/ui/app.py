@@ -218,7 +218,7 @@ class TfgpuApp(App[None]):
             # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
             self.screen.set_focus(None)
             tabs.active = tab_id
-        elif self.focused is None:  # the tab is shown but nothing in it has the focus: its keys would not work
+        elif self.focused is None:  # shown, but nothing in it has the focus: its keys would not work
             self._focus_active_tab()
 
     def action_help(self) -> None:
