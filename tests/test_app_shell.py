@@ -26,6 +26,21 @@ async def test_tabs_switch_with_number_keys() -> None:
             assert tabs.active == tab_id
 
 
+async def test_the_shown_tabs_number_gives_its_table_back_the_focus() -> None:
+    from waiting import wait_until
+
+    from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.focused, ProcessTable))
+        app.screen.set_focus(None)
+        await pilot.pause()
+        assert app.focused is None
+        await pilot.press("2")
+        await wait_until(pilot, lambda: isinstance(app.focused, ProcessTable))
+
+
 async def test_help_screen_opens_and_closes() -> None:
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
