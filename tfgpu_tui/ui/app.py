@@ -218,8 +218,8 @@ class TfgpuApp(App[None]):
             # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
             self.screen.set_focus(None)
             tabs.active = tab_id
-        elif self.focused is None:  # shown, but nothing in it has the focus: its keys would not work
-            self._focus_active_tab()
+        elif self.focused is None or tabs.get_pane(tab_id) not in self.focused.ancestors_with_self:
+            self._focus_active_tab()  # shown, but the focus is outside it: its keys would not work
 
     def action_help(self) -> None:
         """Show every key binding, grouped by tab."""
