@@ -98,8 +98,14 @@ async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown() -> 
     app = TfgpuApp(Settings(demo=True, interval=FAST), initial_tab="probe")
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.query_one(MonitorTab)
+        tab.hidden_sample_seconds = 1.0  # hidden: every 1 s instead of every 0.25 s
         await wait_until(pilot, lambda: app.query_one(StatusHeader).gpu_count == 2)
-        await wait_for_samples(pilot, tab, 2)
+        await wait_for_samples(pilot, tab, 1)
+        seen = {id(tab.snapshot)}
+        for _ in range(20):  # 2 s hidden: about 2 samples at the hidden period (8 at the interval)
+            await pilot.pause(0.1)
+            seen.add(id(tab.snapshot))
+        assert 1 <= len(seen) <= 4
         assert app.query_one(StatusHeader).alert is not None  # the demo's alerts reach the header
         assert shown_pids(app) == [] and tab.ui_ms is None  # but the hidden widgets were left alone
         await pilot.press("2")

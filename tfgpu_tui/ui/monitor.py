@@ -46,6 +46,9 @@ from tfgpu_tui.ui.widgets.process_table import (
 
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
+# While another tab is shown the sampler still feeds the header (GPU count, alerts), at most this often (the
+# plots' redraw period): a hidden Monitor costs almost nothing; showing it samples at once.
+HIDDEN_SAMPLE_SECONDS = 5.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
 NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
 # The Monitor's styles (and those of its widgets, the header and the kill dialog): the app loads it.
@@ -148,6 +151,7 @@ class MonitorTab(DashboardTab):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._on_screen = threading.Event()  # set: the tab is shown, so sample at the full rate
         self.sort_by = SORT_KEYS[0]
         self.sort_reverse = False
         self.snapshot: Snapshot | None = None
@@ -157,6 +161,7 @@ class MonitorTab(DashboardTab):
         self._gpu_count: tuple[int | None, str] | None = None
         self._alerts: list[Alert] | None = None
         self.plot_seconds = PLOT_REDRAW_SECONDS  # how often the history plots are redrawn
+        self.hidden_sample_seconds = HIDDEN_SAMPLE_SECONDS  # the slowest sampling while another tab is shown
         self._plots_wanted = threading.Event()  # set: collect histories with the next sample
         self._plots_shown = threading.Event()  # set: the full cards and their plots are on screen
         self._histories: list[GpuHistory] = []  # the latest collected, for catching up when the tab is shown
@@ -249,8 +254,13 @@ class MonitorTab(DashboardTab):
                     except RuntimeError:  # a kill's confirming sample grew the history meanwhile: retry
                         self._plots_wanted.set()
                 self.post_message(SnapshotReady(snapshot, histories))
-            self._wake.wait(max(0.0, self.settings.interval - (time.monotonic() - started)))
+            self._wake.wait(max(0.0, self._sample_period() - (time.monotonic() - started)))
             self._wake.clear()
+
+    def _sample_period(self) -> float:
+        """Seconds between samples: the refresh interval while the tab is shown, less often while hidden."""
+        interval = self.settings.interval
+        return interval if self._on_screen.is_set() else max(interval, self.hidden_sample_seconds)
 
     # --- applying a snapshot (event loop) -----------------------------------------------------------------
 
@@ -266,11 +276,17 @@ class MonitorTab(DashboardTab):
             self._behind = True
 
     def on_show(self) -> None:
-        """Catch up with what was sampled while the tab was hidden (plots included)."""
+        """Sample at the full rate again, at once; catch up with what was sampled while the tab was hidden."""
+        if not self._on_screen.is_set():
+            self._on_screen.set()
+            self._wake.set()
         if self._behind and self.snapshot is not None:
             self._apply(self.snapshot, self._histories)
             if self.snapshot.timestamp - self._histories_at >= self.plot_seconds:
                 self._plots_wanted.set()  # they are due: fresh ones with the next sample
+
+    def on_hide(self) -> None:
+        self._on_screen.clear()
 
     def on_resize(self, _event: events.Resize) -> None:
         self._fit()
