@@ -344,7 +344,8 @@ def report(ours: Figures, nvitop: Figures | None, gpustat: Figures | None, secon
         print(f"| {label} | {cell(mine, unit)} | {anchor} | {ratio} | {'; '.join(targets)} |")
     if ours.oneshot_sampling:
         print(
-            f"(one-shot: of which sampling, as `gpus --json` reports it: {cell(ours.oneshot_sampling, 's')}; "
+            f"(one-shot: of which the CPU window and sampling, as `gpus --json` reports them: "
+            f"{cell(ours.oneshot_sampling, 's')}; "
             "more than 0.3 s when a reading needs confirming, e.g. TensorFlow processes on the CPU)"
         )
 

@@ -103,3 +103,5 @@ def test_gpus_json_command(scenario, sleepers, capsys: pytest.CaptureFixture) ->
     process = next(p for p in data["processes"] if p["pid"] == holder.pid)
     assert process["gpu_index"] == 0 and process["gpu_memory_mib"] == 980 and process["command"] == "sleep 60"
     assert "memory_full" in {a["kind"] for a in data["alerts"]}
+    # the CPU window opened before the program loaded: a CPU % on the one answer, over at least 0.2 s
+    assert process["cpu_percent"] == 0.0 and data["sampled_seconds"] >= 0.2

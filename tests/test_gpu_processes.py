@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tfgpu_tui.gpu.jupyter import (
     server_base_url,
 )
 from tfgpu_tui.gpu.model import HostState
+from tfgpu_tui.gpu.proc_stat import cpu_percent_between, host_cpu_times, take_baseline
 from tfgpu_tui.gpu.processes import HostInspector, read_stat, tensorflow_loaded
 from tfgpu_tui.gpu.source import GpuProcess
 
@@ -87,6 +89,34 @@ def test_describe_a_real_process(children: list) -> None:
     assert (
         second.cpu_percent is not None and second.cpu_percent >= 0 and third.cpu_percent == second.cpu_percent
     )
+
+
+BUSY = "import time; print('ready', flush=True)\nwhile True: pass"
+
+
+def test_a_baseline_gives_the_first_reading_its_cpu_percent(children: list) -> None:
+    busy = start([sys.executable, "-c", BUSY])
+    children.append(busy)
+    baseline = take_baseline()
+    stat = read_stat(busy.pid)
+    assert stat is not None and baseline.since(busy.pid, stat.start_ticks) is not None
+    assert baseline.since(busy.pid, stat.start_ticks + 1) is None  # another process under a reused PID
+    time.sleep(0.3)
+    seeded = HostInspector(background=False, cpu_baseline=baseline)
+    row = seeded.describe([GpuProcess(busy.pid, 0, 64.0, 0.0)])[0]
+    assert (
+        row.cpu_percent is not None and row.cpu_percent > 20
+    )  # a busy loop, over the 0.3 s since the baseline
+    assert (
+        HostInspector(background=False).describe([GpuProcess(busy.pid, 0, 64.0, 0.0)])[0].cpu_percent is None
+    )
+
+
+def test_host_cpu_percent_between_readings() -> None:
+    assert cpu_percent_between((10.0, 100.0), (15.0, 110.0)) == 50.0
+    assert cpu_percent_between((10.0, 100.0), (10.0, 100.0)) == 0.0  # no time passed: nothing to divide
+    busy, total = host_cpu_times()
+    assert 0 <= busy <= total
 
 
 def test_zombie_and_vanished_processes_keep_their_rows(

@@ -6,7 +6,6 @@ Nothing here raises on bad input: unknown keys, wrong types and a malformed file
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import sys
@@ -28,11 +27,6 @@ from tfgpu_tui.settings import (
     Range,
     Settings,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 CONFIG_ENV_VAR = "TFGPU_TUI_CONFIG"
 CONFIG_DIR_NAME = "tfgpu-tui"
@@ -163,19 +157,25 @@ class ConfigFile:
     warnings: list[str]
 
 
-def _syntax_error_message(path: Path, error: tomllib.TOMLDecodeError) -> str:
+def _syntax_error_message(path: Path, error: ValueError) -> str:
     """tomllib's message already ends with "(at line N, column M)"; say so plainly and name the file."""
     return f"{path}: not valid TOML, {error}; using the defaults for every setting"
 
 
 def _suggestion(name: str) -> str:
     """ "did you mean 'interval'?" for a near miss, else the list of known keys."""
+    import difflib  # only for a misspelt key
+
     close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)
     return f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(sorted(KEYS_BY_NAME))
 
 
 def parse_config_text(text: str, path: Path) -> ConfigFile:
     """Check a settings file's text; never raises."""
+    if sys.version_info >= (3, 11):  # loaded here: most runs have no settings file
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -8,14 +8,17 @@ import shutil
 import socket
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tfgpu_tui.durations import idle_text, running_text
-from tfgpu_tui.gpu.export import snapshot_dict
-from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow, Snapshot
-from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.gpu.proc_stat import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
-CPU_WINDOW_SECONDS = 0.25  # a one-shot run samples twice this far apart so CPU % means something
+if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window
+    from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
+    from tfgpu_tui.gpu.sampler import Sampler
+
+CPU_WINDOW_SECONDS = 0.2  # a one-shot's CPU % covers at least this (20 clock ticks: 5 % steps)
 DEFAULT_WINDOW_SECONDS = 2.0
 CONFIRM_STEP_SECONDS = 0.5
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
@@ -91,6 +94,8 @@ def device_line(device: DeviceSample) -> str:
 
 def process_command(row: ProcessRow) -> str:
     """The command column: the notebook for Jupyter kernels, a marker for unresolved rows."""
+    from tfgpu_tui.gpu.model import HostState
+
     if row.host_state is not HostState.OK:
         return f"<{row.host_state.value}>"
     command = row.command or ""
@@ -176,13 +181,14 @@ def needs_confirming(snapshot: Snapshot) -> bool:
     )
 
 
-def _take_confirmed(sampler: Sampler, window: float) -> tuple[Snapshot, float]:
-    """One-shot: two samples a CPU window apart, then more until `window` after the first only while a
-    reading needs confirming. Returns the snapshot and the seconds spent sampling."""
-    started = time.monotonic()
+def _take_confirmed(sampler: Sampler, window: float, baseline: CpuBaseline) -> tuple[Snapshot, float]:
+    """One-shot: a sample, then another once the CPU window opened by `baseline` has passed, then more
+    until `window` after the first only while a reading needs confirming. Returns the snapshot and the
+    seconds spent since the baseline."""
+    started = time.monotonic() - max(0.0, time.time() - baseline.taken)
     sampler.sample()
     deadline = time.monotonic() + window  # the rules' clock started with that sample
-    _wait(CPU_WINDOW_SECONDS)
+    _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic()))  # 0.01: the clocks differ
     snapshot = sampler.sample()
     while needs_confirming(snapshot) and time.monotonic() < deadline:
         _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
@@ -192,7 +198,11 @@ def _take_confirmed(sampler: Sampler, window: float) -> tuple[Snapshot, float]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the report once, or until Ctrl-C with --watch; 1 when there is nothing to monitor."""
+    # One-shot: the CPU window opens before the sampler and NVML load, so their loading is not waited for.
+    baseline = None if args.watch else take_baseline()
     from tfgpu_tui.cli import settings_from_args
+    from tfgpu_tui.gpu.export import snapshot_dict
+    from tfgpu_tui.gpu.sampler import Sampler
 
     settings: Settings = settings_from_args(args)
     window = getattr(args, "window", DEFAULT_WINDOW_SECONDS)
@@ -202,15 +212,16 @@ def run(args: argparse.Namespace) -> int:
     if not settings.demo:
         from tfgpu_tui.gpu.processes import HostInspector
 
-        host = HostInspector(background=args.watch)  # one-shot: Jupyter and the CPU scan answer inline
+        # one-shot: Jupyter and the CPU scan answer inline
+        host = HostInspector(background=args.watch, cpu_baseline=baseline)
     sampler = Sampler(settings, host=host)
     try:
         first = True
         while True:
-            if args.watch:
+            if baseline is None:
                 snapshot, spent = _take(sampler, first), None
             else:
-                snapshot, spent = _take_confirmed(sampler, window)
+                snapshot, spent = _take_confirmed(sampler, window, baseline)
             if args.json:
                 data = snapshot_dict(snapshot)
                 if spent is not None:

@@ -20,12 +20,22 @@ import psutil
 from tfgpu_tui.gpu import kill
 from tfgpu_tui.gpu.jupyter import JupyterResolver
 from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.proc_stat import (
+    CLOCK_TICKS,
+    PROC,
+    CpuBaseline,
+    ProcStat,
+    cpu_percent_between,
+    host_cpu_times,
+    open_stat,
+    parse_stat,
+    read_stat,
+)
 from tfgpu_tui.gpu.refresh import Periodic
 from tfgpu_tui.gpu.source import GpuProcess, SignalOutcome
 from tfgpu_tui.own_children import argv_is_child, environ_is_child
 from tfgpu_tui.text_clean import clean_line
 
-PROC = "/proc"
 TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
 TF_RECHECK_SECONDS = 2.0  # a process may import TensorFlow after it starts
 GPU_TF_RECHECK_SECONDS = 10.0  # a GPU process has usually loaded its framework before it holds a context
@@ -33,45 +43,7 @@ CPU_SCAN_SECONDS = 1.5  # a CPU fallback is to be flagged within 5 s
 OTHER_RECHECK_SECONDS = 30.0  # a process that is not Python: its comm changes only on exec
 HIDDEN_GPUS = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 MIN_CPU_WINDOW_SECONDS = 0.2  # a PID on several GPUs is read more than once per refresh
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
-
-
-@dataclass(frozen=True)
-class ProcStat:
-    """The few fields of ``/proc/PID/stat`` a refresh needs."""
-
-    state: str
-    cpu_ticks: int
-    start_ticks: int
-    rss_pages: int
-    parent_pid: int = 0
-
-
-def parse_stat(data: bytes) -> ProcStat:
-    """Parse the text of ``/proc/PID/stat``."""
-    fields = data[data.rfind(b")") + 2 :].split()
-    # fields[0] is field 3 (state); utime=14, stime=15, starttime=22, rss=24 (1-based in proc(5))
-    cpu_ticks = int(fields[11]) + int(fields[12])
-    return ProcStat(fields[0].decode(), cpu_ticks, int(fields[19]), int(fields[21]), int(fields[1]))
-
-
-def read_stat(pid: int) -> ProcStat | None:
-    """Read ``/proc/PID/stat``; None when the process does not exist (here)."""
-    try:
-        with open(f"{PROC}/{pid}/stat", "rb") as handle:
-            return parse_stat(handle.read())
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def open_stat(pid: int) -> int | None:
-    """A descriptor on ``/proc/PID/stat``: re-read with pread, it stays bound to this very process (a
-    reused PID makes it fail with ESRCH), and it saves an open() per refresh."""
-    try:
-        return os.open(f"{PROC}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
 
 
 def tensorflow_loaded(pid: int) -> bool | None:
@@ -121,13 +93,13 @@ def in_other_pid_namespace() -> bool:
     return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
 
 
-def host_stats() -> HostStats | None:
-    """The host's CPU use (since the previous call), core count, memory and load average."""
+def host_stats(cpu_percent: float | None = None) -> HostStats | None:
+    """The host's CPU use (since the previous call, unless given), core count, memory and load average."""
     try:
         memory = psutil.virtual_memory()
         load = os.getloadavg() if hasattr(os, "getloadavg") else None
         return HostStats(
-            cpu_percent=psutil.cpu_percent(interval=None),
+            cpu_percent=psutil.cpu_percent(interval=None) if cpu_percent is None else cpu_percent,
             cpu_count=psutil.cpu_count() or 1,
             memory_used_mib=(memory.total - memory.available) / 2**20,
             memory_total_mib=memory.total / 2**20,
@@ -168,8 +140,18 @@ class _Known:
 class HostInspector:
     """The real host: process details, CPU TensorFlow processes, host stats and the safe kill."""
 
-    def __init__(self, background: bool = True, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        background: bool = True,
+        clock: Callable[[], float] = time.time,
+        cpu_baseline: CpuBaseline | None = None,
+    ) -> None:
         self._clock = clock
+        # a one-shot's CPU window opens at its baseline, before most of the program has loaded
+        self._baseline = cpu_baseline
+        # the host's CPU: (read at, busy and total CPU seconds then) and the last percentage worked out
+        self._host_times = (cpu_baseline.taken, cpu_baseline.host) if cpu_baseline else (clock(), (0.0, 0.0))
+        self._host_percent: float | None = None
         self._known: dict[int, _Known] = {}
         self._jupyter = JupyterResolver(background=background)
         self._other_namespace = in_other_pid_namespace()
@@ -246,6 +228,10 @@ class HostInspector:
             self._drop(pid)
             known = self._learn(pid, stat)
             self._known[pid] = known
+            if self._baseline is not None and known.state is HostState.OK:
+                ticks = self._baseline.since(pid, stat.start_ticks)
+                if ticks is not None:
+                    known.last_ticks, known.last_time = ticks, self._baseline.taken
         now = self._clock()
         if known.state is HostState.OK and (
             known.tensorflow is None
@@ -344,8 +330,16 @@ class HostInspector:
 
     # -- host and signals -----------------------------------------------------------------------------------
     def stats(self) -> HostStats | None:
-        """The host's CPU and memory."""
-        return host_stats()
+        """The host's CPU and memory; the CPU % over at least MIN_CPU_WINDOW_SECONDS."""
+        now = self._clock()
+        if self._host_percent is None or now - self._host_times[0] >= MIN_CPU_WINDOW_SECONDS:
+            try:
+                times = host_cpu_times()
+            except (OSError, RuntimeError):
+                return None
+            self._host_percent = cpu_percent_between(self._host_times[1], times)  # since boot at first
+            self._host_times = (now, times)
+        return host_stats(self._host_percent)
 
     def terminate(
         self,
