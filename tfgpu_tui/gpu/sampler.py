@@ -80,6 +80,12 @@ class Sampler:
                 self.history.add(now - ago, reading.devices)
                 self.rules.evaluate(now - ago, reading.devices, rows)
 
+    def series(self, gpu_index: int, metric: str) -> tuple[list[float], list[float]]:
+        """A copy of one GPU's recorded series (see History.series), taken under the sampler's lock: a kill's
+        confirming sample in another thread may be adding to the history."""
+        with self._lock:
+            return self.history.series(gpu_index, metric)
+
     def sample(self) -> Snapshot:
         """Take one snapshot (blocking; call from a worker thread). Never raises."""
         with self._lock:

@@ -103,12 +103,11 @@ class KillFinished(Message):
 
 def collect_histories(sampler: Sampler, devices: list[DeviceSample], now: float) -> list[GpuHistory]:
     """Each GPU's utilisation and memory series relative to `now` (run in the sampling thread)."""
-    history = sampler.history
     return [
         GpuHistory(
             device.index,
-            relative_series(history.series(device.index, "utilization"), now),
-            relative_series(history.series(device.index, "memory_percent"), now),
+            relative_series(sampler.series(device.index, "utilization"), now),
+            relative_series(sampler.series(device.index, "memory_percent"), now),
         )
         for device in devices
     ]
@@ -249,10 +248,7 @@ class MonitorTab(DashboardTab):
                 if due and self._plots_shown.is_set():
                     self._plots_wanted.clear()
                     plots_at = started
-                    try:
-                        histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
-                    except RuntimeError:  # a kill's confirming sample grew the history meanwhile: retry
-                        self._plots_wanted.set()
+                    histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
                 self.post_message(SnapshotReady(snapshot, histories))
             self._wake.wait(max(0.0, self._sample_period() - (time.monotonic() - started)))
             self._wake.clear()
