@@ -231,7 +231,9 @@ async def test_fleet_view_on_prometheus_shows_both_hosts(fleet: Fleet) -> None:
             "21 % (max 37)",
         )
         assert alpha["Memory"] == f"{20980 / 1024:.1f}/{(143771 + 81559) / 1024:.1f} GiB"
-        assert re.fullmatch(r"ep 3/5 \d+/100 loss [\d.]+ ETA \d+:\d\d", alpha["Training"]), alpha["Training"]
+        assert re.fullmatch(
+            r"ep 3/5 \d+/100 loss [\d.]+ ETA (\d+[smhd]( \d\d[smh])?|\d+ms)", alpha["Training"]
+        ), alpha["Training"]
         assert alpha["Worst alert"] == "-" and alpha["Address"] == fleet.alpha_target
         assert (beta["Host"], beta["State"], beta["GPUs"]) == ("beta", "up", "1× A100-SXM4-80GB")
         assert (beta["Util"], beta["Memory"]) == ("88 % (max 88)", "4.0/80.0 GiB")

@@ -17,6 +17,7 @@ from textual.widgets import Static, TabbedContent
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.durations import span_text
 from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot, TrainingSummary
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -40,15 +41,6 @@ class FleetUpdated(Message):
         self.view = view
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-    return f"{seconds // 60}:{seconds % 60:02d}"
-
-
 def training_text(runs: tuple[TrainingSummary, ...]) -> str:
     """The first followed log's progress (and how many more there are)."""
     if not runs:
@@ -63,7 +55,7 @@ def training_text(runs: tuple[TrainingSummary, ...]) -> str:
     if run.loss is not None:
         text += f" loss {run.loss:.4g}"
     if run.eta_seconds is not None and not run.finished:
-        text += f" ETA {_duration(run.eta_seconds)}"
+        text += f" ETA {span_text(run.eta_seconds)}"
     return text + (f" (+{len(runs) - 1} more)" if len(runs) > 1 else "")
 
 
