@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from monitor_helpers import record_notifications
 from textual.widgets import DataTable, Static, TabbedContent
+from waiting import wait_until
 
 from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.settings import Settings
@@ -15,22 +16,20 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
 
+
+def settle(pilot, condition, timeout: float = 20.0):
+    """wait_until with this module's default timeout (workers run in threads on a loaded machine)."""
+    return wait_until(pilot, condition, timeout=timeout)
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
-
-
-async def wait_for(pilot, condition, tries: int = 400) -> None:
-    for _ in range(tries):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached")
 
 
 async def wait_until_complete(pilot, app: TfgpuApp) -> EnvironmentTab:
     """Wait for the full report and for the findings table to have focus."""
     tab = app.query_one(EnvironmentTab)
     table = app.query_one("#env-findings", DataTable)
-    await wait_for(pilot, lambda: tab.report is not None and tab.report.complete and app.focused is table)
+    await settle(pilot, lambda: tab.report is not None and tab.report.complete and app.focused is table)
     return tab
 
 
@@ -47,7 +46,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         status = text_of(app, "#env-status")
         assert "SIMULATED" in status and "FAILURE" in status
         # The header carries the environment's failures.
-        await wait_for(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
+        await settle(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
         # Move to the GPU-processes finding: its detail and fix show, and Enter opens the Monitor tab.
         ids = [finding.id for finding in tab.report.findings]
         for _ in range(ids.index("gpu_processes")):
@@ -55,7 +54,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         detail = app.query_one(FindingDetail).text()
         assert "PID 48211" in detail and "Enter opens the Monitor tab" in detail
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
+        await settle(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
 
 
 async def test_fix_shown_for_selected_failure() -> None:
@@ -99,22 +98,22 @@ async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPat
     app = TfgpuApp(Settings(python="/opt/py/bin/python"), initial_tab="environment")
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await wait_for(pilot, lambda: tab.report is not None)
+        await settle(pilot, lambda: tab.report is not None)
         assert not tab.report.complete
         assert "Importing TensorFlow with /opt/py/bin/python" in text_of(app, "#env-status")
         pending = [finding for finding in tab.report.findings if finding.status.value == "pending"]
         assert pending and all(finding.icon == "…" for finding in pending)
         release.set()
-        await wait_for(pilot, lambda: tab.report.complete)
+        await settle(pilot, lambda: tab.report.complete)
         assert "FAILURE" in text_of(app, "#env-status")
         release.clear()
         await pilot.press("r")
-        await wait_for(pilot, lambda: len(calls) == 2)
+        await settle(pilot, lambda: len(calls) == 2)
         assert "Importing TensorFlow" in text_of(app, "#env-status") or "Collecting" in text_of(
             app, "#env-status"
         )
         release.set()
-        await wait_for(pilot, lambda: tab.report.complete)
+        await settle(pilot, lambda: tab.report.complete)
         assert calls == ["/opt/py/bin/python", "/opt/py/bin/python"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import OptionList, ProgressBar, Static
+from waiting import wait_until
 
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.log_sources import tensorflow_logs
@@ -20,16 +21,14 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.training import TrainingTab
 
 #: Writes a partial Keras run (from the file named by argv[1]) to its stdout, then sleeps.
+
+
+def settle(pilot, condition, timeout: float = 15.0):
+    """wait_until with this module's default timeout (workers run in threads on a loaded machine)."""
+    return wait_until(pilot, condition, timeout=timeout)
+
+
 WRITER = "import sys, time; sys.stdout.write(open(sys.argv[1]).read()); sys.stdout.flush(); time.sleep(60)"
-
-
-async def wait_for(pilot, condition, timeout: float = 15.0) -> None:
-    """Pause until condition() holds (workers run in threads; bounded, for loaded machines)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
 
 
 def text_of(app: TfgpuApp, selector: str) -> str:
@@ -60,19 +59,19 @@ async def test_pick_list_offers_a_running_jobs_log_and_follows_its_writer(tmp_pa
     app = TfgpuApp(no_log_settings(tmp_path), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         options = app.query_one("#training-pick-list", OptionList)
-        await wait_for(pilot, lambda: options.option_count == 1)
+        await settle(pilot, lambda: options.option_count == 1)
         shown = str(options.get_option_at_index(0).prompt)
         assert f"PID {child.pid}" in shown and str(log) in shown
         assert "1 running TensorFlow job with a log" in text_of(app, "#training-pick-note")
-        await wait_for(pilot, lambda: options.has_focus)
+        await settle(pilot, lambda: options.has_focus)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "Epoch 3/10" in text_of(app, "#training-status"))
+        await settle(pilot, lambda: "Epoch 3/10" in text_of(app, "#training-status"))
         assert not app.query_one("#training-pick").has_class("-open")
-        await wait_for(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
+        await settle(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         child.kill()  # not reaped until the fixture's wait(): its status can be read
-        await wait_for(pilot, lambda: "was killed by SIGKILL" in text_of(app, "#training-context"))
-        await wait_for(pilot, lambda: "before training finished" in text_of(app, "#training-problems"))
-        await wait_for(pilot, lambda: "training_stall" in {alert.kind for alert in app.all_alerts})
+        await settle(pilot, lambda: "was killed by SIGKILL" in text_of(app, "#training-context"))
+        await settle(pilot, lambda: "before training finished" in text_of(app, "#training-problems"))
+        await settle(pilot, lambda: "training_stall" in {alert.kind for alert in app.all_alerts})
 
 
 async def test_no_running_job_says_how_to_get_a_log_then_finds_one_that_starts(tmp_path, job, monkeypatch):
@@ -83,16 +82,16 @@ async def test_no_running_job_says_how_to_get_a_log_then_finds_one_that_starts(t
     monkeypatch.setattr(training_ui, "PICK_RESCAN_SECONDS", 0.2)
     app = TfgpuApp(no_log_settings(tmp_path), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
-        await wait_for(pilot, lambda: "No running TensorFlow process" in text_of(app, "#training-pick-note"))
+        await settle(pilot, lambda: "No running TensorFlow process" in text_of(app, "#training-pick-note"))
         assert "nohup python train.py > train.log 2>&1 &" in text_of(app, "#training-pick-note")
         options = app.query_one("#training-pick-list", OptionList)
         assert not options.display
         started.append(child.pid)
-        await wait_for(pilot, lambda: options.display and options.option_count == 1)
+        await settle(pilot, lambda: options.display and options.option_count == 1)
         tab = app.query_one(TrainingTab)
-        await wait_for(pilot, lambda: app.focused is not None and tab in app.focused.ancestors_with_self)
+        await settle(pilot, lambda: app.focused is not None and tab in app.focused.ancestors_with_self)
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not app.query_one("#training-pick").has_class("-open"))
+        await settle(pilot, lambda: not app.query_one("#training-pick").has_class("-open"))
 
 
 async def test_open_log_with_pid_shows_writer_and_checkpoint_warning(tmp_path, job):
@@ -109,26 +108,26 @@ async def test_open_log_with_pid_shows_writer_and_checkpoint_warning(tmp_path, j
     app = TfgpuApp(settings, initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         app.query_one(TrainingTab).open_log(log, child.pid)
-        await wait_for(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
+        await settle(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         assert "old.keras" in text_of(app, "#training-context")
         assert "NO_CHECKPOINT" not in text_of(app, "#training-problems")
         app.query_one(TrainingTab).settings.checkpoint_max_epochs = 1
         app.query_one(TrainingTab).open_log(log, child.pid)
-        await wait_for(pilot, lambda: "NO_CHECKPOINT" in text_of(app, "#training-problems"))
+        await settle(pilot, lambda: "NO_CHECKPOINT" in text_of(app, "#training-problems"))
         assert "2 epochs since the last checkpoint" in text_of(app, "#training-context")
-        await wait_for(pilot, lambda: "training_no_checkpoint" in {a.kind for a in app.all_alerts})
+        await settle(pilot, lambda: "training_no_checkpoint" in {a.kind for a in app.all_alerts})
 
 
 async def test_demo_follows_a_simulated_live_log_and_cleans_up(tmp_path):
     app = TfgpuApp(Settings(demo=True, log_path=tmp_path / "train.log"), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         tab = app.query_one(TrainingTab)
-        await wait_for(pilot, lambda: "SIMULATED" in text_of(app, "#training-status"))
+        await settle(pilot, lambda: "SIMULATED" in text_of(app, "#training-status"))
         assert "SIMULATED" in text_of(app, "#training-context")
         bar = app.query_one("#training-steps", ProgressBar)
-        await wait_for(pilot, lambda: (bar.progress or 0) > 0)
+        await settle(pilot, lambda: (bar.progress or 0) > 0)
         first = (tab.run.current.epoch, bar.progress)
-        await wait_for(pilot, lambda: (tab.run.current.epoch, bar.progress) != first)
+        await settle(pilot, lambda: (tab.run.current.epoch, bar.progress) != first)
         directory = tab.demo.directory
         assert directory.exists()
     assert not directory.exists()
