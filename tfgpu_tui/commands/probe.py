@@ -6,10 +6,9 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
-from tfgpu_tui.probe.budget import default_budget, gpu_devices
-from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
-from tfgpu_tui.probe.request import (
+from tfgpu_tui.batch.budget import default_budget, gpu_devices
+from tfgpu_tui.batch.precision import PrecisionComparison, precision_name, run_comparison
+from tfgpu_tui.batch.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
     DEFAULT_STEPS,
@@ -19,9 +18,10 @@ from tfgpu_tui.probe.request import (
     builtin_model_names,
     normalise_device,
 )
-from tfgpu_tui.probe.result import ProbeResult
-from tfgpu_tui.probe.trial import Trial
-from tfgpu_tui.probe.trial_runner import run_probe
+from tfgpu_tui.batch.result import ProbeResult
+from tfgpu_tui.batch.trial import Trial
+from tfgpu_tui.batch.trial_runner import run_probe
+from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.settings import TIMEOUT_SECONDS
 
 
@@ -116,7 +116,7 @@ def trial_line(trial: Trial) -> str:
     step = f"{trial.step_seconds * 1000:9.1f}" if trial.step_seconds is not None else f"{'-':>9}"
     speed = f"{trial.samples_per_second:10,.0f}" if trial.samples_per_second is not None else f"{'-':>10}"
     note = f"  {trial.message.splitlines()[0]}" if trial.message and not trial.fits else ""
-    return f"{trial.batch_size:>7}  {trial.result:<7} {peak} {step} {speed}{note}"
+    return f"{trial.batch_size:>7}  {trial.result.value:<7} {peak} {step} {speed}{note}"
 
 
 def run(args: argparse.Namespace) -> int:

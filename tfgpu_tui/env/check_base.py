@@ -10,7 +10,7 @@ from tfgpu_tui.env import compat
 from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import ProbeResult
+from tfgpu_tui.env.inspection_data import ProbeResult
 
 
 @dataclass(frozen=True)

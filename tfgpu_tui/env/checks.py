@@ -13,7 +13,7 @@ from tfgpu_tui.env import checks_devices, checks_gpu, checks_libraries, checks_s
 from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_unusable
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Finding, Status, pending
-from tfgpu_tui.env.probe_data import ProbeResult
+from tfgpu_tui.env.inspection_data import ProbeResult
 from tfgpu_tui.env.tf_inspection import ProbeRun
 
 # The modules whose decorated functions are the checks (importing them registers them).

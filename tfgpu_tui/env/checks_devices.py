@@ -17,7 +17,7 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import PlacementStatus, ProbeResult
+from tfgpu_tui.env.inspection_data import PlacementStatus, ProbeResult
 
 # Which diagnosis best explains an empty GPU list, most specific first.
 FALLBACK_CAUSES = (

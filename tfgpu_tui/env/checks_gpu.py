@@ -12,7 +12,7 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import ProbeResult
+from tfgpu_tui.env.inspection_data import ProbeResult
 
 
 @check("compute_capability", "GPU architecture compiled into TensorFlow", order=110, needs_tensorflow=True)

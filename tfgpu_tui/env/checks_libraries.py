@@ -15,7 +15,7 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import ProbeResult
+from tfgpu_tui.env.inspection_data import ProbeResult
 
 # The pip package (without its -cuXX suffix) that provides each library.
 PIP_PACKAGES = {"libcudnn": "nvidia-cudnn", "libcublas": "nvidia-cublas", "libcudart": "nvidia-cuda-runtime"}

@@ -10,7 +10,7 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import ProbeResult
+from tfgpu_tui.env.inspection_data import ProbeResult
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none"})
 

@@ -17,7 +17,7 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import ProbeResult, TfImport
+from tfgpu_tui.env.inspection_data import ProbeResult, TfImport
 
 
 @check("tensorflow", "TensorFlow installed", order=50, needs_probe=True)

@@ -6,10 +6,15 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import DataTable
 
-from tfgpu_tui.probe.trial import FITS, Trial
+from tfgpu_tui.batch.trial import Trial, TrialResult
 from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING
 
-RESULT_STYLES = {FITS: SUCCESS, "oom": "$error", "error": ERROR, "timeout": WARNING, "running": "italic"}
+RESULT_STYLES = {
+    TrialResult.FITS: SUCCESS,
+    TrialResult.OOM: "$error",
+    TrialResult.ERROR: ERROR,
+    TrialResult.TIMEOUT: WARNING,
+}
 COLUMNS = (
     ("batch", "batch"),
     ("precision", "precision"),
@@ -27,7 +32,7 @@ def trial_cells(trial: Trial) -> dict[str, object]:
     speed = trial.samples_per_second
     rule = trial.rule_of_thumb_mb
     return {
-        "result": Content.styled(trial.result, RESULT_STYLES.get(trial.result, "")),
+        "result": Content.styled(trial.result.value, RESULT_STYLES[trial.result]),
         "peak": "-" if trial.peak_mb is None else f"{trial.peak_mb:,.1f}",
         "rule": "-" if rule is None else f"{rule:,.1f}",
         "step": "-" if trial.step_seconds is None else f"{trial.step_seconds * 1000:,.1f}",

@@ -15,7 +15,7 @@ from tfgpu_tui.env import check_base
 from tfgpu_tui.env.check_base import REGISTRY, Verdict, check, report_order
 from tfgpu_tui.env.checks import CHECKS, REPORT_ORDER, evaluate
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.probe_data import PlacementStatus, ProbeData, ProbeResult, TfGpu, parse_probe_data
+from tfgpu_tui.env.inspection_data import PlacementStatus, ProbeData, ProbeResult, TfGpu, parse_probe_data
 from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import psutil
 
+from tfgpu_tui.batch import worker
+from tfgpu_tui.batch.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
+from tfgpu_tui.batch.request import ProbeRequest
+from tfgpu_tui.batch.result import ProbeResult
+from tfgpu_tui.batch.search import ProbeSearch, SearchStrategy, run_search
+from tfgpu_tui.batch.trial import ERROR, Trial
 from tfgpu_tui.bounded_output import communicate_bounded
 from tfgpu_tui.own_children import marked
-from tfgpu_tui.probe import worker
-from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
-from tfgpu_tui.probe.request import ProbeRequest
-from tfgpu_tui.probe.result import ProbeResult
-from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
-from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.text_clean import clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)
@@ -86,7 +86,7 @@ class TrialRunner:
                 start_new_session=True,
             )
         except OSError as error:
-            return Trial(batch_size, "error", message=f"cannot start {self.request.python}: {error.strerror}")
+            return Trial(batch_size, ERROR, message=f"cannot start {self.request.python}: {error.strerror}")
         try:
             return self._wait(process, batch_size)
         except BaseException:
@@ -101,7 +101,7 @@ class TrialRunner:
 
         def should_stop() -> bool:
             if self.cancelled:
-                stopped.append(Trial(batch_size, "error", message="cancelled"))
+                stopped.append(Trial(batch_size, ERROR, message="cancelled"))
             elif time.monotonic() > deadline:
                 stopped.append(timeout_trial(batch_size, self.request.trial_timeout_seconds))
             elif host_memory_nearly_gone():

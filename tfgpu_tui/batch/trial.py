@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-from tfgpu_tui.probe.rule_of_thumb import ModelFacts, estimate
+from tfgpu_tui.batch.rule_of_thumb import ModelFacts, estimate
 
-FITS = "fits"
-OOM = "oom"
-ERROR = "error"
-TIMEOUT = "timeout"
-RESULTS = (FITS, OOM, ERROR, TIMEOUT)
+
+class TrialResult(str, Enum):
+    """How a trial ended (a str, so that it reads and serialises as its value)."""
+
+    FITS = "fits"
+    OOM = "oom"  # out of memory, or over the budget
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+FITS, OOM, ERROR, TIMEOUT = TrialResult
+RESULTS = tuple(TrialResult)
 
 
 @dataclass(frozen=True)
@@ -29,12 +37,15 @@ class Trial:
     """
 
     batch_size: int
-    result: str
+    result: TrialResult
     peak_mb: float | None = None
     step_seconds: float | None = None
     message: str = ""
     peak_source: str = ""
     facts: ModelFacts | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "result", TrialResult(self.result))  # a misspelt result fails here
 
     @property
     def fits(self) -> bool:
@@ -58,7 +69,7 @@ class Trial:
         speed = self.samples_per_second
         return {
             "batch_size": self.batch_size,
-            "result": self.result,
+            "result": self.result.value,
             "peak_mb": None if self.peak_mb is None else round(self.peak_mb, 1),
             "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 5),
             "samples_per_second": None if speed is None else round(speed, 1),
