@@ -14,6 +14,7 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.cli import main
 from tfgpu_tui.training.follow import SegmentSplitter
 from tfgpu_tui.training.oversight import LogOversight
+from tfgpu_tui.training.problems import ProblemId
 from tfgpu_tui.training.records import FinishReason
 from tfgpu_tui.training.run import TrainingRun
 from tfgpu_tui.training.watch import LogWatch
@@ -95,6 +96,21 @@ def test_class4_values_on_a_later_line_with_other_output_between():
     assert run.epochs[1].metrics["val_acc"] == 0.27 and run.epochs[1].seconds == 7
     evaluation = run.runs()[0].evaluation
     assert dict(evaluation.metrics) == {"loss": 1.55, "acc": 0.61} and evaluation.seconds == 152
+
+
+def test_a_callback_printing_the_header_again_and_metrics_one_a_line_makes_no_runs_of_its_own():
+    run = read("keras3_callback_prints_between.log").run
+    assert losses(run) == [(1, 1, 1.421), (1, 2, 0.9123), (1, 3, 0.7015)]  # one run, every epoch whole
+    assert [e.metrics["val_loss"] for e in run.epochs] == [1.1022, 0.871, 0.7994]
+    assert len(run.runs()) == 1 and run.current.finished
+
+
+def test_updates_glued_together_without_carriage_returns_still_end_their_epoch():
+    run = read("ci_transcript_without_carriage_returns.log").run
+    assert losses(run) == [(1, 1, 0.2501)] and run.epochs[0].metrics["val_binary_crossentropy"] == 0.7227
+    assert run.current.finished
+    exception = run.problems[ProblemId.EXCEPTION]  # the script that never trained is a warning, not the end
+    assert exception.severity is Severity.WARNING and "NameError" in exception.message
 
 
 def test_class5_powershell_utf16_with_bom():

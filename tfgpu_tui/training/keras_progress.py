@@ -126,6 +126,10 @@ class ValuesLine:
     def has_validation(self) -> bool:
         return any(name.startswith("val_") for name in self.metrics)
 
+    @property
+    def has_training(self) -> bool:
+        return any(not name.startswith("val_") for name in self.metrics)
+
 
 @dataclass(frozen=True)
 class JsonRecord:

@@ -108,6 +108,13 @@ class TrainingRun(RunReadout):
         """One complete segment from the log."""
         text = clean_segment(segment.text)
         progress = parse_progress(text, segment.line_ends) if text else None
+        while progress is not None and progress.trailing:
+            glued = parse_progress(progress.trailing, segment.line_ends)
+            if glued is None:
+                break
+            # updates glued together: a capture that dropped Keras' carriage returns (CI transcripts)
+            self._on_progress(progress, segment.line_number, committed=True)
+            text, progress = progress.trailing, glued
         if progress is not None:
             self._on_progress(progress, segment.line_number, committed=True)
             if segment.line_ends:
@@ -315,6 +322,16 @@ class TrainingRun(RunReadout):
             self._undo_lone_headerless_epoch()
         cur = self.current
         previous = cur.epoch
+        if (
+            self._epoch_open
+            and cur.step == 0
+            and (header.epoch, header.total_epochs)
+            == (
+                previous,
+                cur.total_epochs,
+            )
+        ):
+            return  # the same header again before any step: a callback printing it too, not a new run
         new_run = (
             self.fit_run == 0
             or header.epoch == 1
@@ -558,7 +575,11 @@ class TrainingRun(RunReadout):
 
     def _on_values(self, values: ValuesLine, line_number: int | None) -> bool:
         """Metrics on a line of their own: an old one-line epoch, or the values of a bar that had none."""
-        if self._epoch_open and (values.elapsed_seconds is not None or values.has_validation):
+        # an epoch's values: with its time (Keras 1), or training and validation values together; a line of
+        # validation values alone is someone's print (a callback listing metrics one a line), not an epoch
+        if self._epoch_open and (
+            values.elapsed_seconds is not None or (values.has_validation and values.has_training)
+        ):
             self._close_epoch(values.metrics, values.elapsed_seconds, values.step_seconds, None, line_number)
             return True
         kind, bar = self._awaiting, self._awaiting_bar
