@@ -23,14 +23,6 @@ class HostDetailScreen(Screen[None]):
     Hosts tab; escape goes back."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to Hosts")]
-    DEFAULT_CSS = """
-    HostDetailScreen #host-title { height: 1; padding: 0 1; background: $boost; }
-    HostDetailScreen #host-cards { height: auto; max-height: 50%; }
-    HostDetailScreen .gpu-row { height: 6; }
-    HostDetailScreen #host-alerts { height: auto; max-height: 6; padding: 0 1; }
-    HostDetailScreen #host-training { height: auto; padding: 0 1; }
-    HostDetailScreen #host-processes { height: 1fr; }
-    """
 
     def __init__(self, host: HostSnapshot) -> None:
         super().__init__()

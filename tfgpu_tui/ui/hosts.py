@@ -94,10 +94,6 @@ class HostsTab(DashboardTab):
     TAB_ID = "hosts"
     TAB_TITLE = "Hosts"
     BINDINGS = [Binding("enter", "open_host", "Open host (read-only)")]
-    DEFAULT_CSS = """
-    HostsTab #fleet-caption { height: 1; padding: 0 1; background: $boost; }
-    HostsTab #hosts-table { height: 1fr; }
-    """
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)

@@ -34,12 +34,6 @@ class HostsTable(ScrollView, can_focus=True):
         Binding("end", "move(1000000)", "Last", show=False),
         Binding("enter", "choose", "Open", show=False),
     ]
-    DEFAULT_CSS = """
-    HostsTable { height: 1fr; }
-    HostsTable > .hosts-table--header { text-style: bold; background: $boost; }
-    HostsTable > .hosts-table--cursor { background: $accent 35%; }
-    HostsTable:focus > .hosts-table--cursor { background: $accent 60%; }
-    """
 
     class Chosen(Message):
         """Enter on a row: its key."""

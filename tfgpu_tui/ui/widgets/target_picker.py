@@ -31,14 +31,6 @@ class TargetPicker(ModalScreen[str | None]):
     """Enter picks the highlighted interpreter; Escape keeps the current one."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
-    DEFAULT_CSS = """
-    TargetPicker { align: center middle; }
-    TargetPicker > Vertical {
-        width: 90%; max-width: 120; height: auto; max-height: 80%; border: round $primary;
-        background: $surface; padding: 0 1;
-    }
-    TargetPicker OptionList { height: auto; max-height: 16; }
-    """
 
     def __init__(self, candidates: list[Candidate], current: str) -> None:
         super().__init__()
