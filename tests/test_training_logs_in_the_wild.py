@@ -302,3 +302,28 @@ def test_utf16_log_truncated_and_rewritten_as_utf8_is_followed(tmp_path):
         handle.write(b"5/5 - 1s - loss: 0.2500\n")
     watch.poll()
     assert "truncated" in watch.events and [e.metrics["loss"] for e in watch.run.epochs][-1] == 0.25
+
+
+def test_a_tpu_host_is_not_told_it_lacks_a_cuda_device():
+    failed_cuinit = (
+        "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: INTERNAL: "
+        "CUDA error: Failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n"
+    )
+    assert "CUINIT_NO_DEVICE" in feed(failed_cuinit).problems  # on a GPU machine it is a problem
+    tpu = feed(failed_cuinit + "I tpu_initializer_helper.cc:0] Found TPU system:\n*** Num TPU Cores: 8\n")
+    assert "CUINIT_NO_DEVICE" not in tpu.problems
+    later = feed("Found TPU system:\n" + failed_cuinit)
+    assert "CUINIT_NO_DEVICE" not in later.problems
+
+
+def test_windows_without_the_nvidia_driver_gets_windows_advice():
+    run = feed(
+        "W dso_loader.cc:64] Could not load dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found\n"
+        "E cuda_driver.cc:271] failed call to cuInit: UNKNOWN ERROR (303)\n"
+    )
+    assert set(run.problems) == {"WIN_NO_DRIVER_NVCUDA", "CUINIT_UNNAMED_ERROR"}
+    assert (
+        "WSL2" in run.problems["WIN_NO_DRIVER_NVCUDA"].fix
+        and "LD_LIBRARY_PATH" not in run.problems["WIN_NO_DRIVER_NVCUDA"].fix
+    )
+    assert "SHARED_OBJECT_INIT_FAILED" in run.problems["CUINIT_UNNAMED_ERROR"].message

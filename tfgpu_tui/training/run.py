@@ -8,6 +8,7 @@ Fed with segments (from `follow.py` or a history scan), it keeps everything the 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
@@ -64,6 +65,8 @@ MAX_VIEW_LINE_CHARS = 4000
 MAX_CHECKPOINTS = 100
 INFINITIES = (math.inf, -math.inf)
 AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line that carries them
+TPU_FOUND = re.compile(r"Found TPU system|Num TPU Cores:")  # TensorFlow's TPU start-up lines
+NO_CUDA_DEVICE = "CUINIT_NO_DEVICE"  # the log signature that means no CUDA device
 
 
 class TrainingRun(RunReadout):
@@ -100,6 +103,7 @@ class TrainingRun(RunReadout):
         self._json_closed = False  # a JsonLinesLogger epoch_end came; its progress line may follow
         self._reclose_ok = False  # the last line closed an epoch: a repeated final update still belongs to it
         self._last_rate: float | None = None
+        self._on_tpu = False  # TensorFlow found a TPU system: a failed cuInit is expected
         if context is not None:
             self._start_epoch(context, new_run=True)
 
@@ -411,8 +415,11 @@ class TrainingRun(RunReadout):
             if not self.current.finished:
                 self._end_run(FinishReason.KILLED)
             return
+        if TPU_FOUND.search(text):  # a TPU host has no CUDA device, and needs none
+            self._on_tpu = True
+            self.problems.pop(NO_CUDA_DEVICE, None)
         diagnosis = diagnose_line(text, line_number)
-        if diagnosis is not None:
+        if diagnosis is not None and not (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
             self._raise(known.from_diagnosis(diagnosis))
 
     def _on_callback_message(self, message, line_number: int | None) -> None:
