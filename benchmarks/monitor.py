@@ -408,8 +408,13 @@ def main() -> int:
         return 1
     nvitop = None if args.no_anchors else tool(args.nvitop, "/tmp/nvitop-venv/bin/nvitop")
     gpustat = None if args.no_anchors else tool(args.gpustat, "/tmp/gpustat-venv/bin/gpustat")
+    if args.json is not None:
+        args.json = args.json.resolve()
     with tempfile.TemporaryDirectory(prefix="tfgpu-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        # Programs start in here: `python -m` puts its working directory first on sys.path, which would
+        # shadow --source when run from a checkout.
+        os.chdir(tmp)
         subprocess.run(["sh", str(FAKENVML / "build.sh"), str(tmp / "lib")], check=True, capture_output=True)
         scenario, pids = start_scenario(tmp)
         (tmp / "config").mkdir()
