@@ -14,10 +14,10 @@ import random
 import statistics
 import sys
 
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.search import DoublingSearch, LinearFitSearch, ProbeSearch, largest_fitting, run_search
-from tfgpu_tui.batch.trial import FITS, OOM, Trial
-from tfgpu_tui.batch.trial_runner import run_probe
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.search import DoublingSearch, LinearFitSearch, ProbeSearch, largest_fitting, run_search
+from tfgpu_tui.probe.trial import FITS, OOM, Trial
+from tfgpu_tui.probe.trial_runner import run_probe
 
 
 def real_run(budget_mb: float, max_batch: int, repeats: int) -> None:

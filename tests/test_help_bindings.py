@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import Input, Static, TabbedContent
 from waiting import wait_until
 
-from tfgpu_tui.batch import trial_runner as runner
+from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_CLASSES, TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab

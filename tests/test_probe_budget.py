@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tfgpu_tui.batch import budget
+from tfgpu_tui.probe import budget
 
 
 def test_gpu_budget_is_total_minus_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.batch import trial_runner as runner
 from tfgpu_tui.cli import main
+from tfgpu_tui.probe import trial_runner as runner
 
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 

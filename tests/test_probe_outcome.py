@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfgpu_tui.batch.outcome import is_oom_text, trial_from_exit, trial_from_report
-from tfgpu_tui.batch.request import ProbeRequest, ProbeRequestError, check_model_spec, normalise_device
-from tfgpu_tui.batch.result import ProbeResult, is_power_of_two
-from tfgpu_tui.batch.trial import ERROR, FITS, OOM, Trial
+from tfgpu_tui.probe.outcome import is_oom_text, trial_from_exit, trial_from_report
+from tfgpu_tui.probe.request import ProbeRequest, ProbeRequestError, check_model_spec, normalise_device
+from tfgpu_tui.probe.result import ProbeResult, is_power_of_two
+from tfgpu_tui.probe.trial import ERROR, FITS, OOM, Trial
 
 BFC_WARNING = (
     "W bfc_allocator.cc:296] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.46GiB with "

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.batch import precision
-from tfgpu_tui.batch import trial_runner as runner
-from tfgpu_tui.batch.precision import note_for, precision_note, run_comparison
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.trial_runner import TrialRunner
 from tfgpu_tui.cli import main
 from tfgpu_tui.gpu.model import DeviceInfo
+from tfgpu_tui.probe import precision
+from tfgpu_tui.probe import trial_runner as runner
+from tfgpu_tui.probe.precision import note_for, precision_note, run_comparison
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.trial_runner import TrialRunner
 
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 

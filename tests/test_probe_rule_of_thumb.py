@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tfgpu_tui.batch import worker
-from tfgpu_tui.batch.outcome import trial_from_report
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.result import ProbeResult
-from tfgpu_tui.batch.rule_of_thumb import MB, ModelFacts, estimate, off_by, ratio_words
-from tfgpu_tui.batch.trial import Trial
+from tfgpu_tui.probe import worker
+from tfgpu_tui.probe.outcome import trial_from_report
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.rule_of_thumb import MB, ModelFacts, estimate, off_by, ratio_words
+from tfgpu_tui.probe.trial import Trial
 
 # builtin:cnn by hand. Parameters: conv 3x3x1x32+32 = 320, conv 3x3x32x64+64 = 18,496,
 # dense 1600x128+128 = 204,928, dense 128x10+10 = 1,290; 225,034 in all.

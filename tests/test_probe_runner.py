@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tfgpu_tui.batch import trial_runner as runner
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.rule_of_thumb import ModelFacts
-from tfgpu_tui.batch.trial import ERROR, FITS, OOM, TIMEOUT
-from tfgpu_tui.batch.trial_runner import TrialRunner, run_probe
+from tfgpu_tui.probe import trial_runner as runner
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts
+from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT
+from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 
 FIXTURES = Path(__file__).parent / "fixtures" / "probe"
 FAKE_WORKER = FIXTURES / "fake_worker.py"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tfgpu_tui.batch.search import (
+from tfgpu_tui.probe.search import (
     DoublingSearch,
     LinearFitSearch,
     ProbeSearch,
@@ -16,7 +16,7 @@ from tfgpu_tui.batch.search import (
     local_line,
     run_search,
 )
-from tfgpu_tui.batch.trial import ERROR, FITS, OOM, Trial
+from tfgpu_tui.probe.trial import ERROR, FITS, OOM, Trial
 
 MemoryFunction = Callable[[int], float]
 

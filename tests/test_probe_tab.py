@@ -9,9 +9,9 @@ import pytest
 from textual.widgets import Button, Checkbox, DataTable, Input, OptionList, Select, Static, TabbedContent
 from waiting import wait_until
 
-from tfgpu_tui.batch import precision
-from tfgpu_tui.batch import trial_runner as runner
 from tfgpu_tui.gpu.model import DeviceInfo
+from tfgpu_tui.probe import precision
+from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab

@@ -13,9 +13,9 @@ from monitor_helpers import record_notifications
 from waiting import wait_until
 
 from tfgpu_tui.access import WRITES_REFUSED
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.trial_runner import TrialRunner
 from tfgpu_tui.bounded_output import TAIL_BYTES, BoundedCapture
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.trial_runner import TrialRunner
 from tfgpu_tui.settings import Settings
 
 MB = 1024 * 1024
@@ -41,8 +41,8 @@ MEASURE = """
 import json, sys
 import tfgpu_tui.ui.app  # the dashboard's own weight
 from tfgpu_tui.env.tf_inspection import run_probe
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.trial_runner import TrialRunner
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.trial_runner import TrialRunner
 
 outcome = run_probe(sys.argv[1], 120)
 trial = TrialRunner(ProbeRequest(budget_mb=100.0), sys.argv[2]).run_trial(8)

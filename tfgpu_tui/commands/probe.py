@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.batch.budget import default_budget, gpu_devices
-from tfgpu_tui.batch.precision import PrecisionComparison, precision_name, run_comparison
-from tfgpu_tui.batch.request import (
+from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
+from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
+from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
     DEFAULT_STEPS,
@@ -18,10 +19,9 @@ from tfgpu_tui.batch.request import (
     builtin_model_names,
     normalise_device,
 )
-from tfgpu_tui.batch.result import ProbeResult
-from tfgpu_tui.batch.trial import Trial
-from tfgpu_tui.batch.trial_runner import run_probe
-from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import run_probe
 from tfgpu_tui.settings import TIMEOUT_SECONDS
 
 

@@ -1,6 +1,6 @@
 """The TensorFlow probe's JSON, parsed once into frozen dataclasses: the schema the checks read.
 
-``inspect_tf.py`` prints one JSON object from inside the target interpreter; that interpreter is outside our
+``tf_probe.py`` prints one JSON object from inside the target interpreter; that interpreter is outside our
 control, so every field is checked for its type here and a wrong or missing one reads as "not known" (None,
 empty) rather than raising. Checks get a ``ProbeResult``: how the run ended, the parsed data, and the
 diagnoses of TensorFlow's log, each computed once.

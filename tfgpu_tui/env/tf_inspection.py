@@ -1,4 +1,4 @@
-"""Run `inspect_tf.py` with the target interpreter in a child process: timeout, crash and bad-output handling.
+"""Run `tf_probe.py` with the target interpreter in a child process: timeout, crash and bad-output handling.
 
 The one place that starts the TensorFlow probe. Never raises for a bad interpreter, a crash or a hang: the
 outcome says what happened in words a user can act on.
@@ -19,7 +19,7 @@ from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 from tfgpu_tui.text_clean import clean_text
 
-PROBE_SCRIPT = Path(__file__).with_name("inspect_tf.py")
+PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
 STDERR_LIMIT_CHARS = 200_000
 # TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose.
 # TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.own_children).

@@ -14,15 +14,15 @@ from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.batch.budget import default_budget, gpu_devices
-from tfgpu_tui.batch.precision import PrecisionComparison, precision_name, run_comparison
-from tfgpu_tui.batch.request import (
+from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
+from tfgpu_tui.probe.request import (
     ProbeRequest,
     ProbeRequestError,
 )
-from tfgpu_tui.batch.result import ProbeResult
-from tfgpu_tui.batch.trial import Trial
-from tfgpu_tui.batch.trial_runner import TrialRunner, run_probe
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab

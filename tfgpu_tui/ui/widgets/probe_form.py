@@ -10,7 +10,7 @@ from textual.containers import Container, Horizontal
 from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from tfgpu_tui.batch.request import (
+from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
     DEFAULT_STEPS,

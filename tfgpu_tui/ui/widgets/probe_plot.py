@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
 
-from tfgpu_tui.batch.trial import Trial
+from tfgpu_tui.probe.trial import Trial
 
 
 class ProbePlot(PlotextPlot):

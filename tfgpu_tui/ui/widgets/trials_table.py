@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import DataTable
 
-from tfgpu_tui.batch.trial import Trial, TrialResult
+from tfgpu_tui.probe.trial import Trial, TrialResult
 from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING
 
 RESULT_STYLES = {

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from tfgpu_tui.batch.trial import ERROR, OOM, Trial
+from tfgpu_tui.probe.trial import ERROR, OOM, Trial
 
 DEFAULT_START = 2
 DEFAULT_TOLERANCE = 0.05

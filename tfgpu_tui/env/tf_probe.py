@@ -1,6 +1,6 @@
 """Inspect TensorFlow from inside the target interpreter and print one JSON object on stdout.
 
-Run as a standalone script by the interpreter under test (``python inspect_tf.py``), never imported by the
+Run as a standalone script by the interpreter under test (``python tf_probe.py``), never imported by the
 dashboard. It depends on nothing but the standard library and TensorFlow, and keeps to syntax that Python 3.6
 understands, because the target environment may be old. Everything TensorFlow writes (its C++ log on fd 2 and
 any Python prints) goes to stderr, which the caller captures; stdout carries only the JSON object.

@@ -7,7 +7,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from tfgpu_tui.batch.worker import BUILTIN_MODELS
+from tfgpu_tui.probe.worker import BUILTIN_MODELS
 
 DEFAULT_MODEL = "builtin:cnn"
 DEFAULT_STEPS = 3

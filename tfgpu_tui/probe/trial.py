@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tfgpu_tui.batch.rule_of_thumb import ModelFacts, estimate
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts, estimate
 
 
 class TrialResult(str, Enum):

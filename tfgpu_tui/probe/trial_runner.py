@@ -15,14 +15,14 @@ from pathlib import Path
 
 import psutil
 
-from tfgpu_tui.batch import worker
-from tfgpu_tui.batch.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.result import ProbeResult
-from tfgpu_tui.batch.search import ProbeSearch, SearchStrategy, run_search
-from tfgpu_tui.batch.trial import ERROR, Trial
 from tfgpu_tui.bounded_output import communicate_bounded
 from tfgpu_tui.own_children import marked
+from tfgpu_tui.probe import worker
+from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
+from tfgpu_tui.probe.trial import ERROR, Trial
 from tfgpu_tui.text_clean import clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.result import ProbeResult
-from tfgpu_tui.batch.trial import Trial
-from tfgpu_tui.batch.trial_runner import TrialRunner, run_probe
-from tfgpu_tui.batch.worker import mixed_policy_for
 from tfgpu_tui.gpu.model import DeviceInfo
 from tfgpu_tui.gpu.nvml import NvmlSource
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.trial import Trial
+from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
+from tfgpu_tui.probe.worker import mixed_policy_for
 
 TENSOR_CORE_CAPABILITY = (7, 0)
 FLOAT32 = "float32"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfgpu_tui.batch.request import ProbeRequest
-from tfgpu_tui.batch.rule_of_thumb import FORMULA, Estimate, ModelFacts, estimate, off_by, ratio_words
-from tfgpu_tui.batch.search import RECOMMENDED_FRACTION, largest_fitting
-from tfgpu_tui.batch.trial import ERROR, Trial
+from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.rule_of_thumb import FORMULA, Estimate, ModelFacts, estimate, off_by, ratio_words
+from tfgpu_tui.probe.search import RECOMMENDED_FRACTION, largest_fitting
+from tfgpu_tui.probe.trial import ERROR, Trial
 
 
 def is_power_of_two(value: int) -> bool:

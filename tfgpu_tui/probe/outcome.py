@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from tfgpu_tui.batch.rule_of_thumb import ModelFacts
-from tfgpu_tui.batch.trial import ERROR, FITS, OOM, TIMEOUT, Trial
 from tfgpu_tui.exit_status import describe_exit
+from tfgpu_tui.probe.rule_of_thumb import ModelFacts
+from tfgpu_tui.probe.trial import ERROR, FITS, OOM, TIMEOUT, Trial
 
 # Messages that mean the device ran out of memory (TensorFlow, XLA, CUDA, cuBLAS).
 OOM_MARKERS = (
