@@ -327,3 +327,12 @@ def test_windows_without_the_nvidia_driver_gets_windows_advice():
         and "LD_LIBRARY_PATH" not in run.problems["WIN_NO_DRIVER_NVCUDA"].fix
     )
     assert "SHARED_OBJECT_INIT_FAILED" in run.problems["CUINIT_UNNAMED_ERROR"].message
+
+
+def test_a_nan_loss_that_recovers_is_a_warning_not_the_end():
+    bar = "100/100 [==============================] - 1s 10ms/step - loss: "
+    nan_epoch = f"Epoch 1/3\n{bar}0.5000\nEpoch 2/3\n{bar}nan\n"
+    assert feed(nan_epoch).problems[ProblemId.NAN_LOSS].severity is Severity.CRITICAL
+    recovered = feed(nan_epoch + f"Epoch 3/3\n{bar}0.4000\n").problems[ProblemId.NAN_LOSS]
+    assert recovered.severity is Severity.WARNING
+    assert "finite again at the end of epoch 3" in recovered.message

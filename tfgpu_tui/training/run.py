@@ -497,6 +497,16 @@ class TrainingRun(RunReadout):
                 )
             )
 
+    def _loss_recovered(self, epoch: int) -> None:
+        """An epoch ended with a finite loss after a NaN one: still worth a look, no longer the run's end."""
+        problem = self.problems.get(ProblemId.NAN_LOSS)
+        if problem is not None and problem.severity is Severity.CRITICAL:
+            self.problems[ProblemId.NAN_LOSS] = replace(
+                problem,
+                severity=Severity.WARNING,
+                message=f"{problem.message} The loss was finite again at the end of epoch {epoch}.",
+            )
+
     def _on_final(self, progress: Progress, line_number: int | None) -> None:
         """A bar's last update: the open epoch's end, a headerless fit(epochs=1), or an evaluation."""
         values = (
@@ -635,6 +645,8 @@ class TrainingRun(RunReadout):
         loss = metrics.get("loss")
         if loss is not None and (loss != loss or loss in INFINITIES):
             self._check_loss(loss, steps, line_number)
+        elif loss is not None:
+            self._loss_recovered(epoch)
         record = EpochRecord(
             epoch,
             cur.total_epochs,
