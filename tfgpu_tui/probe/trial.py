@@ -18,7 +18,6 @@ class TrialResult(str, Enum):
 
 
 FITS, OOM, ERROR, TIMEOUT = TrialResult
-RESULTS = tuple(TrialResult)
 
 
 @dataclass(frozen=True)

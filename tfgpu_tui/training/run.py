@@ -326,15 +326,8 @@ class TrainingRun(RunReadout):
             self._undo_lone_headerless_epoch()
         cur = self.current
         previous = cur.epoch
-        if (
-            self._epoch_open
-            and cur.step == 0
-            and (header.epoch, header.total_epochs)
-            == (
-                previous,
-                cur.total_epochs,
-            )
-        ):
+        same_header = (header.epoch, header.total_epochs) == (previous, cur.total_epochs)
+        if same_header and self._epoch_open and cur.step == 0:
             return  # the same header again before any step: a callback printing it too, not a new run
         new_run = (
             self.fit_run == 0
