@@ -137,7 +137,9 @@ class Tmux:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.socket = f"tfgpu-bench-{os.getpid()}-{time.monotonic_ns()}"
         exports = [f"{key}={value}" for key, value in env.items()]
-        command = "read _; exec env " + shlex.join([*exports, *argv])  # waits for the Enter below
+        # env -i: exactly this environment, nothing inherited (a PYTHONDONTWRITEBYTECODE from the shell would
+        # keep the warm-up start from writing the bytecode caches)
+        command = "read _; exec env -i " + shlex.join([*exports, *argv])  # waits for the Enter below
         self._tmux("new-session", "-d", "-s", "bench", "-x", str(COLUMNS), "-y", str(LINES), command)
         self.pid = int(self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").strip())
         self.output = Path(tempfile.mkstemp(prefix="tfgpu-bench-pane-")[1])

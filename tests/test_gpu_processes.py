@@ -16,10 +16,10 @@ from tfgpu_tui.gpu.jupyter import (
     NO_SERVER,
     TOKEN_UNREADABLE,
     JupyterResolver,
-    kernel_from_cmdline,
     lookup,
     server_base_url,
 )
+from tfgpu_tui.gpu.kernel_argv import kernel_from_cmdline
 from tfgpu_tui.gpu.model import HostState
 from tfgpu_tui.gpu.proc_stat import cpu_percent_between, host_cpu_times, take_baseline
 from tfgpu_tui.gpu.processes import HostInspector, read_stat, tensorflow_loaded
@@ -160,16 +160,16 @@ class _NoGpu:
 
 
 def test_unreadable_process_is_marked_no_permission(children: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    import psutil
-
     child = subprocess.Popen(["sleep", "60"])
     children.append(child)
+    real_open = open
 
-    class Denied:
-        def __init__(self, pid: int) -> None:
-            raise psutil.AccessDenied(pid)
+    def denied(path: object, *args: object, **kwargs: object) -> object:
+        if str(path) == f"/proc/{child.pid}/status":  # as under a hidepid=2 /proc
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(psutil, "Process", Denied)  # as under a hidepid=2 /proc
+    monkeypatch.setattr("builtins.open", denied)
     row = HostInspector(background=False).describe([GpuProcess(child.pid, 0, 64.0, 0.0)])[0]
     assert row.host_state is HostState.NO_PERMISSION and row.gpu_memory_mib == 64.0 and row.command is None
 
@@ -287,3 +287,27 @@ def test_token_not_readable_as_another_user(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == TOKEN_UNREADABLE
+
+
+def test_describing_processes_loads_neither_psutil_nor_the_jupyter_client() -> None:
+    """The first frame stays light (issue 14): psutil loads for a kill, the Jupyter lookup for a kernel."""
+    code = (
+        "import os, sys; from tfgpu_tui.gpu.processes import HostInspector; "
+        "from tfgpu_tui.gpu.source import GpuProcess; "
+        "inspector = HostInspector(background=False); "
+        "row = inspector.describe([GpuProcess(os.getpid(), 0, 1.0, 0.0)])[0]; inspector.stats(); "
+        "assert row.command and row.user and row.create_time, row; "
+        "print(sorted(m for m in ('psutil', 'tfgpu_tui.gpu.jupyter', 'json') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-f", "kernel-1.json"])
+    try:
+        script = code.replace("os.getpid()", str(sleeper.pid))
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "tfgpu_tui.gpu.jupyter" in done.stdout  # a kernel's command line: its server is asked
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -199,10 +199,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def run_app(settings: Settings) -> int:
-    """Start the interactive dashboard (Textual is imported only here)."""
+    """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
+    gpu/sampler_start.py)."""
+    from tfgpu_tui.gpu.sampler_start import SamplerStart
+
+    start = SamplerStart(settings)
+    start.wait()
     from tfgpu_tui.ui.app import TfgpuApp
 
-    TfgpuApp(settings).run()
+    TfgpuApp(settings, sampler_start=start).run()
     return 0
 
 

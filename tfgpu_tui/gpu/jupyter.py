@@ -1,8 +1,7 @@
-"""Jupyter kernels: recognised from their command line at once, their notebook from the local server.
+"""Jupyter kernels: their notebook, state and last activity from the local server.
 
-Every kernel launcher (``python -m ipykernel_launcher -f <runtime dir>/kernel-<id>.json``, ``-m ipykernel``,
-VS Code's and Colab's launchers, a connection file anywhere) is labelled from argv alone, synchronously. A
-Jupyter server (jupyter_server 2.x / JupyterLab / Notebook 7 write ``jpserver-<pid>.json``, Notebook 6
+Kernels are recognised from their command line alone (kernel_argv.py); this module loads only once one is
+seen. A Jupyter server (jupyter_server 2.x / JupyterLab / Notebook 7 write ``jpserver-<pid>.json``, Notebook 6
 ``nbserver-<pid>.json``) records its URL, ``base_url`` and token in the runtime directory; ``GET
 {url}api/sessions`` and ``api/kernels`` map kernel ids to notebook paths, execution state and last activity.
 Only loopback servers are asked, with a short timeout; answers are cached for a few seconds. The first
@@ -14,24 +13,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tfgpu_tui.gpu.kernel_argv import kernel_connection_file, kernel_from_cmdline
 from tfgpu_tui.gpu.model import JupyterKernel
 from tfgpu_tui.text_clean import clean_line
 
-KERNEL_FILE = re.compile(r"kernel-([0-9A-Za-z_.-]+?)\.json$")
-LAUNCHERS = ("ipykernel_launcher", "ipykernel", "colab_kernel_launcher", "kernel_launcher", "ipython_kernel")
-FILE_OPTIONS = ("-f", "--f", "--existing", "--connection-file", "--connection_file")
-FILE_PREFIXES = (
-    *(f"{opt}=" for opt in FILE_OPTIONS),
-    "--IPKernelApp.connection_file=",
-    "--KernelApp.connection_file=",
-)
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "ip6-localhost", "0.0.0.0", ""}  # noqa: S104 - we only ask
 REQUEST_TIMEOUT_SECONDS = 0.5
 LOOKUP_BUDGET_SECONDS = 1.0  # all servers together, for one inline lookup
@@ -57,46 +48,6 @@ class Lookup:
     sessions: dict[str, Session] = field(default_factory=dict)
     servers_answered: int = 0
     why: str = NO_SERVER
-
-
-def kernel_connection_file(cmdline: list[str]) -> str | None:
-    """The connection file of a kernel's command line ('' for a launcher without one); None when it is not a
-    kernel. A ``-f`` option naming ``kernel-*.json`` marks a kernel whatever launched it."""
-    value: str | None = None
-    for i, part in enumerate(cmdline):
-        if part in FILE_OPTIONS and i + 1 < len(cmdline):
-            value = cmdline[i + 1]
-            break
-        if part.startswith(FILE_PREFIXES):
-            value = part.split("=", 1)[1]
-            break
-    launcher = any(_is_launcher(part) for part in cmdline[:4])
-    if value is not None and (launcher or (value.endswith(".json") and KERNEL_FILE.search(value))):
-        return value
-    return "" if launcher else None
-
-
-def _is_launcher(part: str) -> bool:
-    name = os.path.basename(part)
-    name = name[:-3] if name.endswith(".py") else name
-    return name in LAUNCHERS or name.startswith("ipykernel_launcher") or "kernel_launcher" in name
-
-
-def kernel_id_from_file(connection_file: str) -> str | None:
-    """The kernel id in ``.../kernel-<id>.json``."""
-    match = KERNEL_FILE.search(connection_file)
-    return match.group(1) if match else None
-
-
-def kernel_from_cmdline(cmdline: list[str]) -> JupyterKernel | None:
-    """The kernel a command line runs, labelled from argv alone (no server asked); None for non-kernels."""
-    connection_file = kernel_connection_file(cmdline)
-    if connection_file is None:
-        return None
-    if not connection_file:
-        return JupyterKernel("?", why_unknown="no connection file on its command line")
-    kernel_id = kernel_id_from_file(connection_file) or os.path.basename(connection_file)
-    return JupyterKernel(kernel_id, why_unknown="asking the Jupyter server")
 
 
 def default_runtime_dirs() -> list[Path]:

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-import psutil
-
 from tfgpu_tui.gpu.model import ProcessIdentity
 from tfgpu_tui.gpu.source import SignalOutcome, SignalResult
 
@@ -65,12 +63,16 @@ class _Reused(Exception):
 
 def _check_identity(identity: ProcessIdentity) -> None:
     """Raise _Gone or _Reused unless ``identity`` still names a live process."""
+    import psutil  # the kill path alone loads it
+
     try:
         process = psutil.Process(identity.pid)
         create_time = process.create_time()
         zombie = process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         raise _Gone from None
+    except psutil.AccessDenied:
+        raise PermissionError(f"PID {identity.pid} may not be inspected") from None
     if identity.create_time is None or abs(create_time - identity.create_time) > CREATE_TIME_TOLERANCE:
         raise _Reused
     if zombie:
@@ -178,7 +180,7 @@ def terminate_process(
         )
     except ProcessLookupError:
         return SignalOutcome(SignalResult.ALREADY_GONE, f"PID {pid} had already exited", tuple(sent))
-    except (PermissionError, psutil.AccessDenied):
+    except PermissionError:
         return SignalOutcome(
             SignalResult.PERMISSION_DENIED,
             f"Permission denied signalling PID {pid}: it belongs to another user (run as root or ask them)",

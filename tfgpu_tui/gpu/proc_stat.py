@@ -1,7 +1,8 @@
 """``/proc/PID/stat``: the few fields a refresh needs, and a CPU baseline of every process.
 
-Kept apart from processes.py (which loads psutil, Jupyter discovery and the kill path) so that a one-shot
-``gpus`` can take its CPU baseline before those load, and count their loading as part of its CPU window.
+Kept apart from processes.py (which loads the kill path, and Jupyter discovery once a kernel is seen) so
+that a one-shot ``gpus`` can take its CPU baseline before those load, and count their loading as part of its
+CPU window.
 """
 
 from __future__ import annotations
@@ -66,13 +67,15 @@ class CpuBaseline:
 
 
 def host_cpu_times() -> tuple[float, float]:
-    """The host's busy and total CPU seconds since boot, counted as psutil.cpu_percent counts them (on
-    Linux, guest time is already inside user and nice time; idle and iowait are not busy)."""
-    import psutil  # loaded here: a baseline is taken before the rest of the program loads
-
-    times = psutil.cpu_times()
-    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
-    return total - times.idle - getattr(times, "iowait", 0.0), total
+    """The host's busy and total CPU seconds since boot (the ``cpu`` line of ``/proc/stat``), counted as
+    psutil.cpu_percent counts them: guest time is already inside user and nice time; idle and iowait are not
+    busy."""
+    with open(f"{PROC}/stat", "rb") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal guest guest_nice (older kernels list fewer)
+    total = sum(fields[:8]) / CLOCK_TICKS
+    idle = sum(fields[3:5]) / CLOCK_TICKS
+    return total - idle, total
 
 
 def cpu_percent_between(before: tuple[float, float], after: tuple[float, float]) -> float:

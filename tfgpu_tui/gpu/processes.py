@@ -14,12 +14,12 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import psutil
+from typing import TYPE_CHECKING
 
 from tfgpu_tui.gpu import kill
-from tfgpu_tui.gpu.jupyter import JupyterResolver
+from tfgpu_tui.gpu.kernel_argv import kernel_connection_file
 from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.proc_info import host_memory, read_info
 from tfgpu_tui.gpu.proc_stat import (
     CLOCK_TICKS,
     PROC,
@@ -35,6 +35,9 @@ from tfgpu_tui.gpu.refresh import Periodic
 from tfgpu_tui.gpu.source import GpuProcess, SignalOutcome
 from tfgpu_tui.own_children import argv_is_child, environ_is_child
 from tfgpu_tui.text_clean import clean_line
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.jupyter import JupyterResolver
 
 TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
 TF_RECHECK_SECONDS = 2.0  # a process may import TensorFlow after it starts
@@ -93,20 +96,42 @@ def in_other_pid_namespace() -> bool:
     return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
 
 
-def host_stats(cpu_percent: float | None = None) -> HostStats | None:
-    """The host's CPU use (since the previous call, unless given), core count, memory and load average."""
+def host_stats(cpu_percent: float) -> HostStats | None:
+    """The host's CPU use (as given), core count, memory and load average."""
     try:
-        memory = psutil.virtual_memory()
+        total, available = host_memory()
         load = os.getloadavg() if hasattr(os, "getloadavg") else None
-        return HostStats(
-            cpu_percent=psutil.cpu_percent(interval=None) if cpu_percent is None else cpu_percent,
-            cpu_count=psutil.cpu_count() or 1,
-            memory_used_mib=(memory.total - memory.available) / 2**20,
-            memory_total_mib=memory.total / 2**20,
-            load_average=load,
-        )
-    except (OSError, RuntimeError):
+    except (OSError, ValueError, KeyError):
         return None
+    return HostStats(
+        cpu_percent=cpu_percent,
+        cpu_count=os.cpu_count() or 1,
+        memory_used_mib=(total - available) / 2**20,
+        memory_total_mib=total / 2**20,
+        load_average=load,
+    )
+
+
+class HostUsage:
+    """The host's CPU use since the previous reading (at least MIN_CPU_WINDOW_SECONDS before), and its
+    memory; a one-shot's first reading is its CPU baseline."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, baseline: CpuBaseline | None = None) -> None:
+        self._clock = clock
+        # (read at, busy and total CPU seconds then) and the last percentage worked out
+        self._times = (baseline.taken, baseline.host) if baseline else (clock(), (0.0, 0.0))
+        self._percent: float | None = None
+
+    def stats(self) -> HostStats | None:
+        now = self._clock()
+        if self._percent is None or now - self._times[0] >= MIN_CPU_WINDOW_SECONDS:
+            try:
+                times = host_cpu_times()
+            except (OSError, ValueError):
+                return None
+            self._percent = cpu_percent_between(self._times[1], times)  # since boot at first
+            self._times = (now, times)
+        return host_stats(self._percent)
 
 
 @dataclass
@@ -149,11 +174,10 @@ class HostInspector:
         self._clock = clock
         # a one-shot's CPU window opens at its baseline, before most of the program has loaded
         self._baseline = cpu_baseline
-        # the host's CPU: (read at, busy and total CPU seconds then) and the last percentage worked out
-        self._host_times = (cpu_baseline.taken, cpu_baseline.host) if cpu_baseline else (clock(), (0.0, 0.0))
-        self._host_percent: float | None = None
+        self._host = HostUsage(clock, cpu_baseline)
         self._known: dict[int, _Known] = {}
-        self._jupyter = JupyterResolver(background=background)
+        self._background = background
+        self._jupyter: JupyterResolver | None = None  # with the first kernel seen (it loads an HTTP client)
         self._other_namespace = in_other_pid_namespace()
         self._self_pid = os.getpid()
         # the first scan runs inline (the first frame lists TensorFlow on the CPU), then per `background`
@@ -170,39 +194,40 @@ class HostInspector:
         if stat.state == "Z":
             return _Known(stat.start_ticks, HostState.ZOMBIE, command="<zombie: exited, not yet reaped>")
         try:
-            process = psutil.Process(pid)
-            with process.oneshot():
-                uid = process.uids().real
-                create_time = process.create_time()
-                try:
-                    user = clean_line(process.username())
-                except (KeyError, psutil.Error):
-                    user = str(uid)
-            try:
-                cmdline = process.cmdline()
-            except psutil.AccessDenied:
-                cmdline = []
-            # Cleaned (text_clean.py): another process's argv or name must not drive our terminal.
-            command = clean_line(" ".join(cmdline) if cmdline else f"[{process.name()}]")
-        except psutil.NoSuchProcess:
+            info = read_info(pid, stat.start_ticks)
+        except ProcessLookupError:
             return _Known(stat.start_ticks, HostState.NO_SUCH_PROCESS)
-        except psutil.AccessDenied:
+        except (PermissionError, OSError, ValueError):
             return _Known(stat.start_ticks, HostState.NO_PERMISSION)
+        cmdline = info.cmdline
+        # Cleaned (text_clean.py): another process's argv or name must not drive our terminal.
+        command = clean_line(" ".join(cmdline) if cmdline else f"[{info.name}]")
         environ = read_environ(pid)
         known = _Known(
             stat.start_ticks,
             HostState.OK,
-            user,
-            uid,
+            clean_line(info.user) if info.user is not None else str(info.uid),
+            info.uid,
             command,
-            create_time,
+            info.create_time,
             cmdline=cmdline,
             stat_fd=open_stat(pid),
             own_child=argv_is_child(cmdline) or environ_is_child(environ or b""),
             gpus_hidden=gpus_hidden(environ),
         )
-        known.jupyter = self._jupyter.resolve(cmdline) if cmdline else None
+        known.jupyter = self._kernel(cmdline)
         return known
+
+    def _kernel(self, cmdline: list[str]) -> JupyterKernel | None:
+        """The Jupyter kernel this command line runs (None for anything else), with its notebook when its
+        server says; the server lookup loads with the first kernel seen."""
+        if not cmdline or kernel_connection_file(cmdline) is None:
+            return None
+        if self._jupyter is None:
+            from tfgpu_tui.gpu.jupyter import JupyterResolver
+
+            self._jupyter = JupyterResolver(background=self._background)
+        return self._jupyter.resolve(cmdline)
 
     def _row(self, pid: int, gpu_index: int | None, memory: float | None, sm: float | None) -> ProcessRow:
         """A row for one process, from the cache plus one fresh read of ``/proc/PID/stat``."""
@@ -246,7 +271,7 @@ class HostInspector:
                 known.cpu_percent = round(max(cpu, 0.0), 1)
             known.last_ticks, known.last_time = stat.cpu_ticks, now
         if known.jupyter is not None and known.cmdline:  # cached lookup: state and last activity stay fresh
-            known.jupyter = self._jupyter.resolve(known.cmdline)
+            known.jupyter = self._kernel(known.cmdline)
         return ProcessRow(
             pid,
             gpu_index,
@@ -331,15 +356,7 @@ class HostInspector:
     # -- host and signals -----------------------------------------------------------------------------------
     def stats(self) -> HostStats | None:
         """The host's CPU and memory; the CPU % over at least MIN_CPU_WINDOW_SECONDS."""
-        now = self._clock()
-        if self._host_percent is None or now - self._host_times[0] >= MIN_CPU_WINDOW_SECONDS:
-            try:
-                times = host_cpu_times()
-            except (OSError, RuntimeError):
-                return None
-            self._host_percent = cpu_percent_between(self._host_times[1], times)  # since boot at first
-            self._host_times = (now, times)
-        return host_stats(self._host_percent)
+        return self._host.stats()
 
     def terminate(
         self,

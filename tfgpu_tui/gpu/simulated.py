@@ -29,7 +29,7 @@ from tfgpu_tui.gpu.model import (
     JupyterKernel,
     ProcessRow,
 )
-from tfgpu_tui.gpu.processes import host_stats
+from tfgpu_tui.gpu.processes import HostUsage
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample, SignalOutcome, SignalResult
 
 BASE_USED_MIB = 420.0
@@ -81,6 +81,7 @@ class SimulatedSource:
         self._lock = threading.Lock()
         self._user = getpass.getuser()
         self._uid = os.getuid()
+        self._host_usage = HostUsage()  # the real host's CPU and memory, on the real clock
         self.host = self
         start = clock()
         self._replays = processes_per_gpu is None
@@ -321,7 +322,7 @@ class SimulatedSource:
 
     def stats(self) -> HostStats | None:
         """The real host's CPU and memory (the simulation only replaces the GPUs)."""
-        return host_stats()
+        return self._host_usage.stats()
 
     def terminate(
         self,

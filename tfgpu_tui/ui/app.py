@@ -19,6 +19,7 @@ from textual.widget import AwaitMount
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
+from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
@@ -96,9 +97,15 @@ class TfgpuApp(App[None]):
         Binding("5", "show_tab('hosts')", "Hosts (with --prometheus or --remote)", show=False),
     ]
 
-    def __init__(self, settings: Settings | None = None, initial_tab: str = "monitor") -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        initial_tab: str = "monitor",
+        sampler_start: SamplerStart | None = None,
+    ) -> None:
         super().__init__()
         self.settings = settings or Settings()
+        self.sampler_start = sampler_start  # the Monitor's sampler, started before the UI loaded
         self.initial_tab = initial_tab
         self._alerts_by_source: dict[str, list[Alert]] = {}
         self._specs = [spec for spec in TAB_SPECS if spec.present(self.settings)]
@@ -109,7 +116,9 @@ class TfgpuApp(App[None]):
         with DashboardTabs(initial=self.initial_tab):
             for spec in self._specs:
                 with TabPane(spec.title, id=spec.tab_id):
-                    if self._built_at_start(spec.tab_id):
+                    if spec.tab_id == MonitorTab.TAB_ID:
+                        yield MonitorTab(self.settings, start=self.sampler_start)
+                    elif self._built_at_start(spec.tab_id):
                         yield spec.load()(self.settings)
         yield Footer()
 

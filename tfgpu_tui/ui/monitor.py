@@ -26,6 +26,7 @@ from tfgpu_tui.alerts import Alert
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
@@ -143,9 +144,12 @@ class MonitorTab(DashboardTab):
         Binding("e", "explain", "Explain alert"),
     ]
 
-    def __init__(self, settings: Settings, source: GpuSource | None = None) -> None:
+    def __init__(
+        self, settings: Settings, source: GpuSource | None = None, start: SamplerStart | None = None
+    ) -> None:
         super().__init__(settings)
         self._source = source
+        self._start = start  # the Sampler and first snapshot taken before the UI loaded (the dashboard's)
         self._sampler: Sampler | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -219,10 +223,15 @@ class MonitorTab(DashboardTab):
 
     @work(thread=True, exclusive=True, group="monitor-sampler", exit_on_error=False)
     def _sample_loop(self) -> None:
-        """Create the sampler, then sample every `settings.interval` s until the tab goes away."""
+        """Create the sampler (or take the one started before the UI loaded, with its first snapshot), then
+        sample every `settings.interval` s until the tab goes away."""
         worker = get_current_worker()
+        first: Snapshot | None = None
         try:
-            sampler = Sampler(self.settings, self._source)
+            if self._start is not None:
+                sampler, first = self._start.result()
+            else:
+                sampler = Sampler(self.settings, self._source)
         except Exception as error:  # noqa: BLE001 - the contract says it never raises; show it if it does
             self.post_message(SamplerFailed(f"the GPU sampler could not start: {error!r}"))
             return
@@ -231,6 +240,10 @@ class MonitorTab(DashboardTab):
                 sampler.close()
                 return
             self._sampler = sampler
+        if first is not None:
+            self.post_message(SnapshotReady(first, None))
+            self._wake.wait(max(0.0, self._sample_period() - (time.time() - first.timestamp)))
+            self._wake.clear()
         plots_at = -math.inf  # when the histories were last collected
         while not worker.is_cancelled:
             started = time.monotonic()
