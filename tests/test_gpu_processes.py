@@ -311,3 +311,23 @@ def test_describing_processes_loads_neither_psutil_nor_the_jupyter_client() -> N
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_tensorflow_is_rechecked_often_only_in_python_gpu_processes(
+    children: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python process may import TensorFlow any moment; a CUDA binary has its libraries loaded."""
+    binary = subprocess.Popen(["sleep", "60"])
+    python = start([sys.executable, "-c", SLEEPER])
+    children += [binary, python]
+    checked: list[int] = []
+    monkeypatch.setattr(processes, "tensorflow_loaded", lambda pid: checked.append(pid) or False)
+    now = [1000.0]
+    inspector = HostInspector(background=False, clock=lambda: now[0])
+    monkeypatch.setattr(inspector, "_cpu_pids", list)  # only the GPU rows' checks are counted
+    gpu = [GpuProcess(binary.pid, 0, 64.0, 0.0), GpuProcess(python.pid, 0, 64.0, 0.0)]
+    for _ in range(7):  # 0 s, 5 s, ... 30 s
+        inspector.describe(gpu)
+        now[0] += 5.0
+    assert checked.count(python.pid) == 4  # at 0, 10, 20 and 30 s
+    assert checked.count(binary.pid) == 2  # at 0 and 30 s

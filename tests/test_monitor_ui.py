@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from monitor_helpers import (
     CPU_JOB,
     FAST,
@@ -22,6 +23,7 @@ from tfgpu_tui.gpu.model import NvmlUnavailable
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import monitor
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.monitor import MonitorTab
@@ -94,11 +96,13 @@ async def test_history_plots_are_redrawn_every_plot_seconds_not_every_sample() -
         await wait_until(pilot, lambda: plot.history is not drawn)
 
 
-async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown() -> None:
+async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(monitor, "HIDDEN_SAMPLE_SECONDS", 1.0)  # hidden: every 1 s instead of every 0.25 s
     app = TfgpuApp(Settings(demo=True, interval=FAST), initial_tab="probe")
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.query_one(MonitorTab)
-        tab.hidden_sample_seconds = 1.0  # hidden: every 1 s instead of every 0.25 s
         await wait_until(pilot, lambda: app.query_one(StatusHeader).gpu_count == 2)
         await wait_for_samples(pilot, tab, 1)
         seen = {id(tab.snapshot)}

@@ -147,6 +147,7 @@ class _Known:
     jupyter: JupyterKernel | None = None
     tensorflow: bool | None = None
     tf_checked: float = 0.0
+    tf_recheck: float = GPU_TF_RECHECK_SECONDS  # a GPU process that is not Python: OTHER_RECHECK_SECONDS
     last_ticks: int | None = None
     last_time: float | None = None
     cpu_percent: float | None = None
@@ -215,6 +216,8 @@ class HostInspector:
             own_child=argv_is_child(cmdline) or environ_is_child(environ or b""),
             gpus_hidden=gpus_hidden(environ),
         )
+        if not is_python(cmdline[0] if cmdline else info.name):  # a CUDA binary: its libraries are loaded
+            known.tf_recheck = OTHER_RECHECK_SECONDS
         known.jupyter = self._kernel(cmdline)
         return known
 
@@ -259,9 +262,7 @@ class HostInspector:
                     known.last_ticks, known.last_time = ticks, self._baseline.taken
         now = self._clock()
         if known.state is HostState.OK and (
-            known.tensorflow is None
-            or not known.tensorflow
-            and now - known.tf_checked >= GPU_TF_RECHECK_SECONDS
+            known.tensorflow is None or not known.tensorflow and now - known.tf_checked >= known.tf_recheck
         ):
             known.tensorflow = tensorflow_loaded(pid)
             known.tf_checked = now
@@ -382,6 +383,12 @@ def _python_tensorflow(pid: int) -> tuple[bool | None, float]:
             comm = handle.read()
     except OSError:
         return None, OTHER_RECHECK_SECONDS
-    if not comm.startswith(b"python") and b"ipykernel" not in comm:
+    if not is_python(os.fsdecode(comm)):
         return False, OTHER_RECHECK_SECONDS
     return tensorflow_loaded(pid), TF_RECHECK_SECONDS
+
+
+def is_python(name: str) -> bool:
+    """Whether a process name (comm, or argv[0]: a script's shebang puts its interpreter there) is Python's,
+    so that it may import TensorFlow at any moment."""
+    return os.path.basename(name).startswith("python") or "ipykernel" in name
