@@ -229,6 +229,10 @@ class TfgpuApp(App[None]):
             tabs.active = tab_id
         elif self.focused is None or tabs.get_pane(tab_id) not in self.focused.ancestors_with_self:
             self._focus_active_tab()  # shown, but the focus is outside it: its keys would not work
+        else:
+            # Shown and focused, so nothing changes; but the footer skips updates while the app has no focus
+            # (a browser tab in the background), and may still show another tab's keys: redraw it.
+            self.screen.refresh_bindings()
 
     def action_help(self) -> None:
         """Show every key binding, grouped by tab."""
