@@ -248,10 +248,6 @@ class MonitorTab(DashboardTab):
                 sampler.close()
                 return
             self._sampler = sampler
-        if first is not None:
-            self.post_message(SnapshotReady(first, None))
-            self._wake.wait(max(0.0, self._sample_period() - (time.time() - first.timestamp)))
-            self._wake.clear()
         plots_at = -math.inf  # when the histories were last collected
         while not worker.is_cancelled:
             started = time.monotonic()
@@ -259,7 +255,7 @@ class MonitorTab(DashboardTab):
                 if self._stop.is_set():
                     return
                 try:
-                    snapshot = sampler.sample()
+                    snapshot, first = first or sampler.sample(), None  # the start's snapshot comes first
                 except Exception as error:  # noqa: BLE001 - keep the loop (and the app) alive
                     self.post_message(SamplerFailed(f"sampling failed: {error!r}"))
                     snapshot = None
