@@ -201,13 +201,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
     gpu/sampler_start.py)."""
+    from tfgpu_tui import gc_pause
     from tfgpu_tui.gpu.sampler_start import SamplerStart
 
-    start = SamplerStart(settings)
-    start.wait()
-    from tfgpu_tui.ui.app import TfgpuApp
+    gc_pause.pause()  # until the first frame (the app resumes it)
+    try:
+        start = SamplerStart(settings)
+        start.wait()
+        from tfgpu_tui.ui.app import TfgpuApp
 
-    TfgpuApp(settings, sampler_start=start).run()
+        TfgpuApp(settings, sampler_start=start).run()
+    finally:
+        gc_pause.resume()
     return 0
 
 

@@ -28,6 +28,7 @@ class SamplerStart:
         self._sampler: Sampler | None = None
         self._snapshot: Snapshot | None = None
         self._error: Exception | None = None
+        self._handover = threading.Lock()  # the first snapshot is handed out once
         self._thread = threading.Thread(target=self._run, name="sampler-start", daemon=True)
         self._thread.start()
 
@@ -43,9 +44,18 @@ class SamplerStart:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def take_snapshot(self) -> Snapshot | None:
+        """The first snapshot if it is taken already (never waits); it is handed out only once."""
+        with self._handover:
+            snapshot, self._snapshot = self._snapshot, None
+        return snapshot
+
     def result(self) -> tuple[Sampler, Snapshot | None]:
-        """The Sampler and its first snapshot (waits for them); raises what creating the Sampler raised."""
+        """The Sampler and its first snapshot unless `take_snapshot` took it (waits for them); raises what
+        creating the Sampler raised."""
         self._thread.join()
         if self._sampler is None:
             raise self._error or RuntimeError("the sampler was not created")
-        return self._sampler, self._snapshot
+        with self._handover:
+            snapshot, self._snapshot = self._snapshot, None
+        return self._sampler, snapshot

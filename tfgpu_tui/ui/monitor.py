@@ -64,6 +64,9 @@ _OUTCOME_SEVERITY: dict[KillResult, SeverityLevel] = {
 }
 _SEVERITY_CLASS: dict[SeverityLevel, str] = {"information": "-ok", "warning": "-warning", "error": "-error"}
 CARD_LINES = 6  # a GPU card with its history plot
+# The lines around the tab: the status header, the tab titles and their underline, the footer. Before the
+# first layout the tab's height is the terminal's less these, so the first frame already has the right view.
+CHROME_LINES = 4
 TABLE_MIN_LINES = 6  # the process table's header and five rows
 FULL_TABLE_LINES = 10  # the full cards are chosen only when they leave the table at least this much
 MAX_ALERT_LINES = 5
@@ -162,6 +165,7 @@ class MonitorTab(DashboardTab):
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._on_screen = threading.Event()  # set: the tab is shown, so sample at the full rate
+        self._replan = threading.Event()  # set with _wake: re-plan the wait (the sampling rate changed)
         self.sort_by = SORT_KEYS[0]
         self.sort_reverse = False
         self.snapshot: Snapshot | None = None
@@ -196,6 +200,10 @@ class MonitorTab(DashboardTab):
     def on_mount(self) -> None:
         self._use_theme_colors()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._use_theme_colors())
+        # The snapshot taken before the UI loaded goes on the first frame, not on one painted after it.
+        first = self._start.take_snapshot() if self._start is not None else None
+        if first is not None:
+            self._receive(first, None, shown=True)
         self._sample_loop()
 
     def _use_theme_colors(self) -> None:
@@ -248,6 +256,8 @@ class MonitorTab(DashboardTab):
                 sampler.close()
                 return
             self._sampler = sampler
+        if self._start is not None and first is None:  # on_mount showed the start's snapshot: the next is due
+            self._wait_for_next(time.monotonic())  # one period from now
         plots_at = -math.inf  # when the histories were last collected
         while not worker.is_cancelled:
             started = time.monotonic()
@@ -267,8 +277,16 @@ class MonitorTab(DashboardTab):
                     plots_at = started
                     histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
                 self.post_message(SnapshotReady(snapshot, histories))
-            self._wake.wait(max(0.0, self._sample_period() - (time.monotonic() - started)))
+            self._wait_for_next(started)
+
+    def _wait_for_next(self, started: float) -> None:
+        """Sleep until the next sample is due. A wake (a kill's end, the tab going away) ends the wait at
+        once; the tab shown again re-plans it at the full rate (a fresher snapshot is not retaken)."""
+        while self._wake.wait(max(0.0, self._sample_period() - (time.monotonic() - started))):
             self._wake.clear()
+            if not self._replan.is_set() or self._stop.is_set():
+                return
+            self._replan.clear()
 
     def _sample_period(self) -> float:
         """Seconds between samples: the refresh interval while the tab is shown, less often while hidden."""
@@ -278,13 +296,16 @@ class MonitorTab(DashboardTab):
     # --- applying a snapshot (event loop) -----------------------------------------------------------------
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        """Keep the snapshot and tell the header; update the widgets only while the tab is on screen."""
-        self.snapshot = message.snapshot
-        if message.histories is not None:
-            self._histories, self._histories_at = message.histories, message.snapshot.timestamp
-        self._post_header_updates(message.snapshot)
-        if self.is_on_screen:
-            self._apply(message.snapshot, message.histories)
+        self._receive(message.snapshot, message.histories, shown=self.is_on_screen)
+
+    def _receive(self, snapshot: Snapshot, histories: list[GpuHistory] | None, shown: bool) -> None:
+        """Keep the snapshot and tell the header; update the widgets if `shown` (the tab is on screen)."""
+        self.snapshot = snapshot
+        if histories is not None:
+            self._histories, self._histories_at = histories, snapshot.timestamp
+        self._post_header_updates(snapshot)
+        if shown:
+            self._apply(snapshot, histories)
         else:
             self._behind = True
         if time.monotonic() - self._cell_cache_cleared >= CELL_CACHE_SECONDS:
@@ -292,9 +313,10 @@ class MonitorTab(DashboardTab):
             cached_cell_len.cache_clear()
 
     def on_show(self) -> None:
-        """Sample at the full rate again, at once; catch up with what was sampled while the tab was hidden."""
+        """Sample at the full rate again; catch up with what was sampled while the tab was hidden."""
         if not self._on_screen.is_set():
             self._on_screen.set()
+            self._replan.set()
             self._wake.set()
         if self._behind and self.snapshot is not None:
             self._apply(self.snapshot, self._histories)
@@ -339,7 +361,8 @@ class MonitorTab(DashboardTab):
         processes = len(snapshot.processes) if snapshot is not None else 0
         panel = self.query_one(AlertsPanel)
         alerts = len(panel.ordered)
-        height = self.size.height
+        # before the first layout: the terminal's height less the app's chrome
+        height = self.size.height or max(0, self.app.size.height - CHROME_LINES)
         extra = self.query_one("#no-gpu").outer_size.height + self.query_one("#kill-status").outer_size.height
         key = (
             height,

@@ -1,0 +1,120 @@
+"""The dashboard's start (issue 14): the snapshot taken before the UI loaded is on the first frame, the GPU
+view fits before the first layout, and garbage collection is paused until the first frame."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from monitor_helpers import shown_pids
+from waiting import wait_until
+
+from tfgpu_tui import cli, gc_pause
+from tfgpu_tui.gpu.sampler_start import SamplerStart
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.gpu.source import GpuReading
+from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.monitor import CHROME_LINES, MonitorTab
+
+
+class CountingSource(SimulatedSource):
+    """The simulation, counting its readings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def read(self) -> GpuReading:
+        self.reads += 1
+        return super().read()
+
+
+def test_the_first_snapshot_is_handed_out_once() -> None:
+    start = SamplerStart(Settings(demo=True))
+    assert start.wait()
+    first = start.take_snapshot()
+    assert first is not None and first.devices
+    assert start.take_snapshot() is None
+    sampler, snapshot = start.result()
+    assert snapshot is None and sampler.last is first
+    untaken = SamplerStart(Settings(demo=True))
+    assert untaken.result()[1] is not None  # not taken at mount: the sampling loop gets it
+
+
+async def test_the_first_frame_shows_the_start_snapshot_without_sampling_again() -> None:
+    source = CountingSource()
+    settings = Settings(demo=True, interval=1.0)
+    start = SamplerStart(settings, source)
+    assert start.wait()
+    app = TfgpuApp(settings, sampler_start=start)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        tab = app.query_one(MonitorTab)
+        assert tab.snapshot is not None and tab.snapshot.sample_ms is not None
+        assert shown_pids(app) == [row.pid for row in tab.snapshot.processes]
+        assert source.reads == 1  # shown as it was: not sampled again because the tab was shown
+        await pilot.pause(0.4)
+        assert source.reads == 1
+        await wait_until(pilot, lambda: source.reads == 2)  # the next one a refresh interval later
+
+
+async def test_the_start_snapshot_is_shown_at_mount_not_by_the_sampling_loop(monkeypatch) -> None:
+    monkeypatch.setattr(MonitorTab, "_sample_loop", lambda _tab: None)  # no sampling thread at all
+    settings = Settings(demo=True, interval=1.0)
+    start = SamplerStart(settings)
+    assert start.wait()
+    app = TfgpuApp(settings, sampler_start=start)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert len(shown_pids(app)) == 4 and app.query_one(MonitorTab).has_class("-compact")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_the_height_before_the_first_layout_is_the_laid_out_one(size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True, interval=1.0))
+    async with app.run_test(size=size) as pilot:
+        tab = app.query_one(MonitorTab)
+        await wait_until(pilot, lambda: tab.size.height > 0)
+        assert tab.size.height == size[1] - CHROME_LINES
+
+
+def test_garbage_collection_pauses_and_resumes_once() -> None:
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    gc_pause.resume()  # not paused: nothing happens
+    assert gc.get_freeze_count() == frozen
+    try:
+        gc_pause.pause()
+        assert not gc.isenabled()
+        gc_pause.resume()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+async def test_the_app_resumes_garbage_collection_after_its_first_frame() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=1.0))
+    try:
+        gc_pause.pause()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, gc.isenabled)
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_the_dashboard_resumes_garbage_collection_when_it_fails_to_start(monkeypatch) -> None:
+    def broken(_app: TfgpuApp) -> None:
+        assert not gc.isenabled()  # paused while it starts
+        raise RuntimeError("no terminal")
+
+    monkeypatch.setattr(TfgpuApp, "run", broken)
+    try:
+        with pytest.raises(RuntimeError, match="no terminal"):
+            cli.run_app(Settings(demo=True))
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
