@@ -1,9 +1,11 @@
 """The dashboard's start (issue 14): the snapshot taken before the UI loaded is on the first frame, the GPU
-view fits before the first layout, and garbage collection is paused until the first frame."""
+view fits before the first layout, garbage collection is paused until the first frame, and the other tabs'
+styles load with the first of them."""
 
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 from monitor_helpers import shown_pids
@@ -14,7 +16,7 @@ from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.app import TABS_CSS, TfgpuApp
 from tfgpu_tui.ui.monitor import CHROME_LINES, MonitorTab
 
 
@@ -118,3 +120,24 @@ def test_the_dashboard_resumes_garbage_collection_when_it_fails_to_start(monkeyp
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+async def test_the_other_tabs_styles_load_with_the_first_of_them() -> None:
+    app = TfgpuApp(Settings(demo=False, interval=1.0, log_path=Path("/nonexistent/train.log")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert not app.stylesheet.has_source(str(TABS_CSS), "")  # the first frame: the Monitor's styles only
+        await pilot.press("question_mark")
+        box = app.screen.query_one("#help-box")
+        assert app.stylesheet.has_source(str(TABS_CSS), "") and box.styles.max_width is not None
+        assert box.styles.max_width.value == 84  # styled by tabs.tcss
+        await pilot.press("escape", "1")
+        await wait_until(pilot, lambda: bool(app.query("EnvironmentTab #env-status")))
+        assert app.query_one("EnvironmentTab #env-status").styles.height.is_auto
+
+
+async def test_a_first_tab_other_than_the_monitor_has_its_styles_at_start() -> None:
+    app = TfgpuApp(Settings(demo=True, interval=1.0), initial_tab="environment")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: bool(app.query("EnvironmentTab #env-status")))
+        assert app.stylesheet.has_source(str(TABS_CSS), "")
+        assert app.query_one("EnvironmentTab #env-status").styles.height.is_auto
