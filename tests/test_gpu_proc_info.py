@@ -10,6 +10,7 @@ import time
 import psutil
 import pytest
 
+from tfgpu_tui.gpu import proc_info
 from tfgpu_tui.gpu.proc_info import host_memory, read_info, split_cmdline
 from tfgpu_tui.gpu.proc_stat import cpu_percent_between, host_cpu_times, read_stat
 
@@ -74,3 +75,21 @@ def test_host_memory_and_cpu_are_psutils() -> None:
     assert busy == pytest.approx(whole - times.idle - times.iowait, abs=1.0)
     later = host_cpu_times()
     assert 0.0 <= cpu_percent_between((busy, whole), later) <= 100.0
+
+
+def test_the_boot_time_is_read_once_a_second(monkeypatch) -> None:
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    now = [5000.0]
+    monkeypatch.setattr(proc_info, "_boot", [])
+    monkeypatch.setattr(proc_info.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr("builtins.open", counting_open)
+    first = proc_info.boot_time()
+    assert proc_info.boot_time() == first and opened.count(f"{proc_info.PROC}/stat") == 1
+    now[0] += proc_info.BOOT_TIME_SECONDS
+    assert proc_info.boot_time() == first and opened.count(f"{proc_info.PROC}/stat") == 2

@@ -331,3 +331,27 @@ def test_tensorflow_is_rechecked_often_only_in_python_gpu_processes(
         now[0] += 5.0
     assert checked.count(python.pid) == 4  # at 0, 10, 20 and 30 s
     assert checked.count(binary.pid) == 2  # at 0 and 30 s
+
+
+def test_the_cpu_scan_reads_a_process_that_is_not_python_by_its_name_alone(
+    children: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process on the host is scanned: one that is not Python costs one read of its name, rechecked
+    after OTHER_RECHECK_SECONDS; a Python one without TensorFlow has its stat and maps read every
+    TF_RECHECK_SECONDS."""
+    binary = subprocess.Popen(["sleep", "60"])
+    python = start([sys.executable, "-c", SLEEPER])
+    children += [binary, python]
+    stats: list[int] = []
+    real_read_stat = processes.read_stat
+    monkeypatch.setattr(processes, "read_stat", lambda pid: stats.append(pid) or real_read_stat(pid))
+    now = [1000.0]
+    inspector = HostInspector(background=False, clock=lambda: now[0])
+    for _ in range(3):  # at 0, 2 and 4 s
+        assert python.pid not in inspector._scan_cpu_tensorflow()
+        now[0] += processes.TF_RECHECK_SECONDS
+    assert binary.pid not in stats and stats.count(python.pid) == 3
+    assert inspector._scan_known[binary.pid][1] is False
+    now[0] += processes.OTHER_RECHECK_SECONDS
+    inspector._scan_cpu_tensorflow()
+    assert binary.pid not in stats and inspector._scan_known[binary.pid][1] is False

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
 from dataclasses import dataclass
 
 from tfgpu_tui.gpu.proc_stat import CLOCK_TICKS, PROC
 
+BOOT_TIME_SECONDS = 1.0  # how long a boot time read is reused
 _users: dict[int, str | None] = {}
+_boot: list[float] = []  # [when read (monotonic), the boot time], once read
 
 
 @dataclass(frozen=True)
@@ -29,12 +32,17 @@ class ProcInfo:
 
 
 def boot_time() -> float:
-    """When the host booted (``btime`` of ``/proc/stat``). Read each time, as psutil does: the kernel works it
-    out from the wall clock, so it moves when the clock is set, and the kill path compares create times."""
+    """When the host booted (``btime`` of ``/proc/stat``), read again after BOOT_TIME_SECONDS: the kernel
+    works it out from the wall clock, so it moves when the clock is set, and the kill path compares create
+    times (psutil reads it each time); a sample describing 64 new processes reads it once."""
+    now = time.monotonic()
+    if _boot and now - _boot[0] < BOOT_TIME_SECONDS:
+        return _boot[1]
     with open(f"{PROC}/stat", "rb") as handle:
         for line in handle:
             if line.startswith(b"btime"):
-                return float(line.split()[1])
+                _boot[:] = [now, float(line.split()[1])]
+                return _boot[1]
     raise RuntimeError("no btime line in /proc/stat")
 
 

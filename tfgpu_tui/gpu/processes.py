@@ -322,14 +322,19 @@ class HostInspector:
             if previous and previous[1] is False and now - previous[2] < previous[3]:
                 seen[pid] = previous  # no TensorFlow, not due for a recheck: its stat is not even read (CPU)
                 continue
+            if previous is None or previous[1] is False:  # new, or due a recheck: its name first (one read)
+                python = _is_python_process(pid)
+                if not python:
+                    if python is False:  # not Python: its name changes only on exec
+                        seen[pid] = (0, False, now, OTHER_RECHECK_SECONDS)
+                    continue
             stat = read_stat(pid)
             if stat is None or stat.state == "Z":
                 continue
             if previous and previous[0] == stat.start_ticks and previous[1] is not False:
                 seen[pid] = previous  # TensorFlow stays loaded; unreadable stays unreadable
             else:
-                found_tf, recheck = _python_tensorflow(pid)
-                seen[pid] = (stat.start_ticks, found_tf, now, recheck)
+                seen[pid] = (stat.start_ticks, tensorflow_loaded(pid), now, TF_RECHECK_SECONDS)
             if seen[pid][1]:
                 found.append(pid)
         self._scan_known = seen
@@ -375,17 +380,14 @@ class HostInspector:
             self._drop(pid)
 
 
-def _python_tensorflow(pid: int) -> tuple[bool | None, float]:
-    """TensorFlow loaded in a Python process (False for anything that is not Python, checked cheaply), and
-    how long that answer holds: a Python process may import TensorFlow any moment."""
+def _is_python_process(pid: int) -> bool | None:
+    """Whether the process is Python by its name (``comm``); None when it cannot be read (gone)."""
     try:
         with open(f"{PROC}/{pid}/comm", "rb") as handle:
             comm = handle.read()
     except OSError:
-        return None, OTHER_RECHECK_SECONDS
-    if not is_python(os.fsdecode(comm)):
-        return False, OTHER_RECHECK_SECONDS
-    return tensorflow_loaded(pid), TF_RECHECK_SECONDS
+        return None
+    return is_python(os.fsdecode(comm.rstrip(b"\n")))
 
 
 def is_python(name: str) -> bool:
