@@ -201,10 +201,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
     gpu/sampler_start.py)."""
-    from tfgpu_tui import gc_pause
+    from tfgpu_tui import first_frame
     from tfgpu_tui.gpu.sampler_start import SamplerStart
 
-    gc_pause.pause()  # until the first frame (the app resumes it)
+    first_frame.hold()  # until the first frame (the app releases it)
     try:
         start = SamplerStart(settings)
         start.wait()
@@ -212,7 +212,7 @@ def run_app(settings: Settings) -> int:
 
         TfgpuApp(settings, sampler_start=start).run()
     finally:
-        gc_pause.resume()
+        first_frame.release()
     return 0
 
 

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from tfgpu_tui import gc_pause
+from tfgpu_tui import first_frame
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
 from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.settings import Settings
@@ -164,7 +164,7 @@ class TfgpuApp(App[None]):
         for warning in self.settings.config_warnings:
             self.notify(warning, title="Settings file", severity="warning", timeout=15)
         self.call_after_refresh(self._focus_active_tab)
-        self.call_after_refresh(gc_pause.resume)  # paused by the command line while the app started
+        self.call_after_refresh(first_frame.release)  # held by the command line while the app started
 
     def load_tab_styles(self) -> None:
         """Parse TABS_CSS unless loaded: before a tab other than the Monitor, or its screens, is built."""
