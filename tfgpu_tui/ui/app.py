@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -118,6 +119,16 @@ class TfgpuApp(App[None]):
         built = [spec.tab_id for spec in self._specs if self._built_at_start(spec.tab_id)]
         if built != [MonitorTab.TAB_ID]:
             self.css_path.append(TABS_CSS)  # another tab on the first frame: read with monitor.tcss
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on a Linux terminal one whose input thread sleeps while idle
+        (ui/quiet_driver.py); Textual's own if that driver cannot load (a Textual whose internals moved)."""
+        stock = super().get_driver_class()
+        try:
+            from tfgpu_tui.ui.quiet_driver import driver_for
+        except ImportError:
+            return stock
+        return driver_for(stock)
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
