@@ -21,7 +21,9 @@ def running_text(seconds: float | None, missing: str = NA) -> str:
     return _running(total if total < 3600 else total - total % 60)
 
 
-@lru_cache(maxsize=4096)  # a table of hundreds of processes formats the same few values every second
+# A table of hundreds of processes formats the same few values every second. Under an hour every second is a
+# new value, so a large cache would fill over the first hour with strings shown once (4096 of them: 0.6 MiB).
+@lru_cache(maxsize=512)
 def _running(total: int) -> str:
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
