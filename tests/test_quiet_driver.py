@@ -113,3 +113,32 @@ async def test_an_idle_input_thread_sleeps_and_stopping_wakes_it(driver_on_a_pty
     driver.exit_event.set()
     thread.join(2)
     assert not thread.is_alive()
+
+
+async def test_input_that_is_not_a_terminal_ends_without_spinning(tmp_path: Path) -> None:
+    """stdin from /dev/null or a file (which epoll refuses): read to its end, then the thread sleeps."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    script = tmp_path / "keys"
+    script.write_bytes(b"ab")
+    driver = Recording(TfgpuApp(Settings(demo=True)))
+    try:
+        for source, keys in ((script, ["a", "b"]), (Path(os.devnull), [])):
+            driver.received.clear()
+            fd = os.open(source, os.O_RDONLY)
+            driver.fileno = fd
+            thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+            thread.start()
+            wait_until(lambda: driver.keys() == keys)  # noqa: B023 - waited for within the iteration
+            time.sleep(0.1 + 2 * POLL_SECONDS + 0.1)
+            before = wake_ups(thread)
+            time.sleep(0.5)
+            assert wake_ups(thread) - before <= 1, source
+            driver.exit_event.set()
+            thread.join(2)
+            assert not thread.is_alive()
+            driver.exit_event.clear()
+            os.close(fd)
+    finally:
+        driver.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

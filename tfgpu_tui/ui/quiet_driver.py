@@ -74,7 +74,7 @@ class QuietLinuxDriver(LinuxDriver):
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         waits = InputWaits(constants.ESCAPE_DELAY)
-        with selectors.DefaultSelector() as selector:
+        with selectors.PollSelector() as selector:  # epoll refuses regular files and /dev/null as stdin
             selector.register(self.fileno, selectors.EVENT_READ, "input")
             selector.register(self._wake_read, selectors.EVENT_READ, "wake")
             self._drain_wakes()
