@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tfgpu_tui.training.follow import SegmentSplitter
@@ -103,8 +103,20 @@ def check(run, known: dict[int, dict[str, float]]) -> None:
         assert dict(record.metrics) == known[record.epoch], "an epoch's final values were lost"
 
 
+# Found by this property: a Keras 3 evaluate() bar with the epoch's step count right after a verbose=2 epoch
+# line used to be taken for that epoch's repeated final update (Keras 3 on Windows), and replaced its values.
+EVALUATE_AFTER_VERBOSE2 = (
+    "".join(f"Epoch {e}/2\n{epoch_lines('verbose2', 7, values(e, True))[0]}\n" for e in (1, 2))
+    + "\r"
+    + keras3_bar(7, 7, "0s\x1b[0m 3ms/step - compile_metrics: 0.2000 - loss: 0.3300")
+    + "\n",
+    {e: values(e, True) for e in (1, 2)},
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(noisy_logs())
+@example(case=EVALUATE_AFTER_VERBOSE2)
 def test_noise_never_invents_or_loses_epochs(tmp_path_factory, case):
     text, known = case
     path: Path = tmp_path_factory.mktemp("noise") / "train.log"

@@ -526,6 +526,7 @@ class TrainingRun(RunReadout):
             and last is not None
             and last.steps == progress.step
             and last.fit_run == self.fit_run
+            and (validating or not has_validation(last.metrics))  # its own repeat keeps its val_ values
         ):
             if self._pending_lr is None:
                 self._pending_lr = last.lr_change
