@@ -14,6 +14,9 @@ CPU time of the program's whole process tree from /proc (utime + stime + reaped 
   * one-shot `tfgpu-tui gpus --json` against `gpustat --json`: wall time of the whole process, median
     of --oneshots runs.
 
+tfgpu-tui and its anchor take turns (a start of each, an idle run of each, a one-shot of each), so that a
+change in the speed of a shared VM's host falls on both sides of a ratio alike.
+
 nvitop and gpustat run from their own virtual environments when present (default /tmp/nvitop-venv and
 /tmp/gpustat-venv: `python3 -m venv /tmp/nvitop-venv && /tmp/nvitop-venv/bin/pip install nvitop`).
 
@@ -207,18 +210,14 @@ class Figures:
     oneshot_sampling: list[float] = field(default_factory=list)  # our JSON's sampled_seconds
 
 
-def first_frames(argv: list[str], env: dict[str, str], starts: int, marker: str) -> list[float]:
-    times = []
-    for start in range(starts + 1):  # the first start is not counted: it warms the caches (bytecode, disk)
-        session = Tmux(argv, env)
-        try:
-            seconds = session.wait_for(marker)
-            if seconds is not None and start > 0:
-                times.append(seconds)
-        finally:
-            session.close()
+def first_frame(argv: list[str], env: dict[str, str], marker: str) -> float | None:
+    """Seconds from one start of the program until it shows ``marker``."""
+    session = Tmux(argv, env)
+    try:
+        return session.wait_for(marker)
+    finally:
+        session.close()
         time.sleep(0.5)
-    return times
 
 
 def idle_cpu(
@@ -250,44 +249,56 @@ def idle_cpu(
         session.close()
 
 
-def oneshots(argv: list[str], env: dict[str, str], runs: int, sampling: list[float]) -> list[float]:
-    """Wall times of ``runs`` runs; the ``sampled_seconds`` our JSON reports go to ``sampling``."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - started
-        if done.returncode != 0 or "H200" not in done.stdout:
-            print(f"    one-shot failed ({done.returncode}): {done.stderr.strip()[-300:]}")
-            return times
-        times.append(elapsed)
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            sampling.append(float(json.loads(done.stdout)["sampled_seconds"]))
-    return times
+def oneshot(argv: list[str], env: dict[str, str], sampling: list[float]) -> float | None:
+    """Wall time of one run; the ``sampled_seconds`` our JSON reports goes to ``sampling``."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0 or "H200" not in done.stdout:
+        print(f"    one-shot failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+        return None
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        sampling.append(float(json.loads(done.stdout)["sampled_seconds"]))
+    return elapsed
 
 
-def measure(
-    name: str,
-    app: list[str] | None,
-    oneshot: list[str] | None,
-    env: dict[str, str],
-    args: argparse.Namespace,
-    marker: str = OURS_MARKER,
-) -> Figures:
-    figures = Figures()
-    if app is not None:
-        print(f"{name}: first frame x{args.frames}", flush=True)
-        figures.first_frame = first_frames(app, env, args.frames, marker)
-        for run in range(args.runs):
-            print(f"{name}: idling on the Monitor, run {run + 1}", flush=True)
-            result = idle_cpu(app, env, args.seconds, args.warmup, marker)
+@dataclass
+class Program:
+    """One program under measure: its interactive command (with the marker of its first frame with a GPU)
+    and its one-shot command, either absent."""
+
+    name: str
+    app: list[str] | None
+    oneshot: list[str] | None
+    marker: str = OURS_MARKER
+    figures: Figures = field(default_factory=Figures)
+
+
+def measure(programs: list[Program], env: dict[str, str], args: argparse.Namespace) -> None:
+    """Every figure of every program, taking turns: each start, idle run and one-shot of tfgpu-tui is
+    followed by the same for its anchor, so that a change in the machine's speed (a shared VM's host) falls
+    on both sides of a ratio alike."""
+    apps = [program for program in programs if program.app is not None]
+    for start in range(args.frames + 1):  # start 0 is not counted: it warms the caches (bytecode, disk)
+        for program in apps:
+            print(f"{program.name}: first frame {start}/{args.frames}", flush=True)
+            seconds = first_frame(program.app, env, program.marker)
+            if seconds is not None and start > 0:
+                program.figures.first_frame.append(seconds)
+    for run in range(args.runs):
+        for program in apps:
+            print(f"{program.name}: idling on the Monitor, run {run + 1}", flush=True)
+            result = idle_cpu(program.app, env, args.seconds, args.warmup, program.marker)
             if result is not None:
-                figures.cpu_monitor.append(result[0])
-                figures.rss.append(result[1])
-    if oneshot is not None:
-        print(f"{name}: one-shot x{args.oneshots}", flush=True)
-        figures.oneshot = oneshots(oneshot, env, args.oneshots, figures.oneshot_sampling)
-    return figures
+                program.figures.cpu_monitor.append(result[0])
+                program.figures.rss.append(result[1])
+    shots = [program for program in programs if program.oneshot is not None]
+    print(f"one-shots x{args.oneshots}: {', '.join(program.name for program in shots)}", flush=True)
+    for _ in range(args.oneshots):
+        for program in shots:
+            seconds = oneshot(program.oneshot, env, program.figures.oneshot_sampling)
+            if seconds is not None:
+                program.figures.oneshot.append(seconds)
 
 
 # --- report ---
@@ -455,20 +466,22 @@ def main() -> int:
             if args.micro:
                 micro(env, 300)
             app = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
-            ours = measure("tfgpu-tui", app, [sys.executable, "-m", "tfgpu_tui", "gpus", "--json"], env, args)
+            ours = Program("tfgpu-tui", app, [sys.executable, "-m", "tfgpu_tui", "gpus", "--json"])
+            programs = [ours]
+            if nvitop:
+                programs.append(Program("nvitop", [nvitop, "--interval", "1"], None, NVITOP_MARKER))
+            if gpustat:
+                programs.append(Program("gpustat", None, [gpustat, "--json"]))
+            measure(programs, env, args)
             print("tfgpu-tui: idling on the Environment tab", flush=True)
             result = idle_cpu(app, env, args.other_seconds, args.warmup, OURS_MARKER, keys=("1",))
             if result is not None:
-                ours.cpu_other_tab.append(result[0])
-            theirs = (
-                measure("nvitop", [nvitop, "--interval", "1"], None, env, args, NVITOP_MARKER)
-                if nvitop
-                else None
-            )
-            stat = measure("gpustat", None, [gpustat, "--json"], env, args) if gpustat else None
-            report(ours, theirs, stat, args.seconds, args.other_seconds)
+                ours.figures.cpu_other_tab.append(result[0])
+            anchors = {program.name: program.figures for program in programs}
+            theirs, stat = anchors.get("nvitop"), anchors.get("gpustat")
+            report(ours.figures, theirs, stat, args.seconds, args.other_seconds)
             if args.json:
-                every = {"tfgpu-tui": ours, "nvitop": theirs, "gpustat": stat}
+                every = {"tfgpu-tui": ours.figures, "nvitop": theirs, "gpustat": stat}
                 args.json.write_text(json.dumps({k: v and v.__dict__ for k, v in every.items()}, indent=1))
         finally:
             for pid in pids:
