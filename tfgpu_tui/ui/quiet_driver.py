@@ -2,7 +2,7 @@
 
 Textual's `LinuxDriver` polls the terminal ten times a second (`select` with a 0.1 s timeout), for two
 reasons: its parser turns a lone Esc into the Escape key only once `ESCDELAY` has passed with nothing after
-it, and the thread must notice when the driver stops. On a virtual machine each wake-up costs 0.2-0.3 ms of
+it, and the thread must notice when the driver stops. On a virtual machine a wake-up costs 0.2-0.35 ms of
 CPU, so an idle dashboard spent 0.4-0.6 % of a core on those ten polls alone (per-thread `schedstat`, 2-core
 VM), more than all the rest while another tab is shown. This driver polls only while an escape sequence can
 still time out (the escape delay after the last input); otherwise it blocks until input arrives or the
