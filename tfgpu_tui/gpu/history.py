@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import operator
 from array import array
+from bisect import bisect_left
 from collections import deque
 
 from tfgpu_tui.gpu.model import DeviceSample
@@ -28,12 +29,9 @@ class _Columns:
             column.append(math.nan if reading is None else reading)
 
     def drop_before(self, horizon: float) -> None:
-        times = self.times
-        old = 0
-        while old < len(times) and times[old] < horizon:
-            old += 1
+        old = bisect_left(self.times, horizon)  # times only grow
         if old:
-            for column in (times, *self.values):
+            for column in (self.times, *self.values):
                 del column[:old]
 
 
