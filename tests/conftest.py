@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+
+def tensorflow_missing_reason() -> str | None:
+    """Why the `tf` tests cannot run in this interpreter (TensorFlow not installed), or None."""
+    if importlib.util.find_spec("tensorflow") is not None:
+        return None
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if sys.version_info >= (3, 14):
+        return (
+            "needs TensorFlow: the test extra installs tensorflow-cpu only below Python 3.14 "
+            f"(no wheel for {version} yet)"
+        )
+    return f"needs TensorFlow, which is not installed for Python {version} (pip install -e '.[test]')"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the `tf` tests, with the reason, where TensorFlow is not installed."""
+    reason = tensorflow_missing_reason()
+    if reason is None:
+        return
+    for item in items:
+        if item.get_closest_marker("tf") is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)
