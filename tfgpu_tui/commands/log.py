@@ -11,6 +11,7 @@ from pathlib import Path
 from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.readout import RunReadout
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     """Summarise (and optionally follow) the log."""
     path: Path = args.path
     refusal = special_file_refusal(path)  # FIFO, device, socket, directory, symlink loop: refused at once
+    if refusal is None and path.is_file():
+        refusal = binary_refusal(path)  # a program, an archive: no log to read
     if refusal is not None:
         print(f"tfgpu-tui log: {refusal}", file=sys.stderr)
         return 2
@@ -220,6 +223,7 @@ def _text_emitter(watch: LogWatch, around: OversightState):
                 flush=True,
             )
         else:
-            print(f"[{data['severity']}] {data['id']}: {data['message']}  fix: {data['fix']}", flush=True)
+            fix = f"  fix: {data['fix']}" if data["fix"] else ""
+            print(f"[{data['severity']}] {data['id']}: {data['message']}{fix}", flush=True)
 
     return emit

@@ -3,8 +3,9 @@ rotation detected and followed, a missing file waited for, a deleted file report
 
 Output is split into *segments* at ``\\n`` and at ``\\r`` (Keras progress bars rewrite their line with
 ``\\r``); ``\\r\\n`` counts as one line end. Decoding is UTF-8 with replacement, so binary junk never raises;
-a file starting with a UTF-16 byte-order mark (PowerShell's ``>``) is split and decoded as UTF-16, its offsets
-staying byte offsets on even boundaries. A byte-order mark never reaches the text.
+a file in UTF-16 (PowerShell's ``>``: told by its byte-order mark, or by its byte pattern when it has none, see
+`encoding.py`) is split and decoded as UTF-16, its offsets staying byte offsets on even boundaries. A
+byte-order mark never reaches the text.
 """
 
 from __future__ import annotations
@@ -17,22 +18,14 @@ from pathlib import Path
 from stat import S_ISREG
 
 from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.training.encoding import SNIFF_BYTES, detect_encoding
 
 READ_BYTES = 4 * 1024 * 1024
 MAX_SEGMENT_BYTES = 16 * 1024 * 1024
 TAIL_BYTES = 2 * 1024 * 1024
 TERMINATOR = re.compile(rb"[\r\n]")
 UTF16_TERMINATOR = {"utf-16-le": re.compile(rb"[\r\n]\x00"), "utf-16-be": re.compile(rb"\x00[\r\n]")}
-BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"), (b"\xef\xbb\xbf", "utf-8"))
-
-
-def detect_encoding(head: bytes) -> tuple[str, int]:
-    """(encoding, BOM length) from a file's first bytes: UTF-16 LE/BE or UTF-8 by their byte-order mark,
-    else UTF-8 without one."""
-    for bom, encoding in BOMS:
-        if head.startswith(bom):
-            return encoding, len(bom)
-    return "utf-8", 0
+__all__ = ["FileEvent", "FileState", "LogFollower", "Segment", "SegmentSplitter", "decode", "detect_encoding"]
 
 
 class FileEvent(str, Enum):
@@ -274,10 +267,10 @@ class LogFollower:
         update.events.append(FileEvent.OPENED)
 
     def _detect_encoding(self) -> None:
-        """Read the byte-order mark (once the file has its first bytes); skip it when reading from the
-        start."""
+        """Tell the encoding from the file's first bytes (once it has some): a byte-order mark, skipped when
+        reading from the start, or the byte pattern of UTF-16 without one."""
         assert self._handle is not None
-        encoding, bom = detect_encoding(os.pread(self._handle, 4, 0))
+        encoding, bom = detect_encoding(os.pread(self._handle, SNIFF_BYTES, 0))
         if encoding != self.encoding:
             self.encoding = encoding
             self.splitter.reset(self.splitter.line_number, encoding)

@@ -18,6 +18,9 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 EPOCH_HEADER = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 PROGRESS_HEAD = re.compile(r"^\s*(\d+)/(\d+|Unknown)(?=\s|$)")
 BAR = re.compile(r"^\s*(?:\[[=>.]*\]|[━=>.]+)")
+# Keras 3's ``━`` after a legacy code page (a Windows console: ``Γöü``, ``â”\x81``, ``?``): a run of non-ASCII
+# characters (or ``?``) stands for a bar, but only in an update that also carries times or values.
+FOREIGN_BAR = re.compile(r"^\s*(?:[^\x00-\x7f\s]|\?){3,}")
 # Keras prints 4 decimals (f"{v:.4f}" / f"{v:.4e}"); the cap separates a value from digits glued after it.
 NUMBER = r"[-+]?(?:nan|inf|\d+(?:\.\d{1,4})?(?:e[-+]?\d+)?)"
 METRIC = re.compile(rf"^([A-Za-z_][\w./-]*): ({NUMBER})", re.IGNORECASE)
@@ -197,6 +200,7 @@ def parse_progress(segment: str, line_ends: bool = False) -> Progress | None:
     total = None if head.group(2) == "Unknown" else int(head.group(2))
     rest = segment[head.end() :]
     bar = BAR.match(rest)
+    foreign = bar is None and (bar := FOREIGN_BAR.match(rest)) is not None
     has_bar = bar is not None
     if bar:
         rest = rest[bar.end() :]
@@ -226,6 +230,8 @@ def parse_progress(segment: str, line_ends: bool = False) -> Progress | None:
         if glued.strip():
             trailing = glued + "".join(" - " + p for p in parts[index + 1 :])
             break
+    if foreign and not metrics and timing == _Timing():
+        return None  # non-ASCII text after `k/N` without a Keras time or value: not a bar
     return _finish(step, total, has_bar, metrics, timing, trailing, line_ends)
 
 

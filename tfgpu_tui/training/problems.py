@@ -25,6 +25,11 @@ TRACEBACK_CHAINS = (
     "During handling of the above exception",
     "The above exception was the direct cause",
 )
+# Windows PowerShell 5 wraps a native program's first stderr line as an error record when it is redirected
+# (`python train.py 2>&1 > train.log`): ``python : Traceback ...``, then ``At line:1 char:1``, ``+ ...`` lines
+# and indented ``+ CategoryInfo ...`` before the rest of the traceback.
+POWERSHELL_PREFIX = re.compile(r"^[\w.-]+ : (?=Traceback \(most recent call last\):)")
+POWERSHELL_RECORD = re.compile(r"^(?:At .*:\d+ char:\d+$|\+ )")
 NAN_FIX = (
     "Lower the learning rate, clip gradients (optimizer clipnorm=1.0), check the inputs for NaN/inf "
     "(tf.debugging.check_numerics), and with mixed precision keep the loss scaling on."
@@ -128,6 +133,7 @@ class TracebackTracker:
 
     def feed(self, text: str) -> str | None:
         """Feed one line; returns the exception line when a (not ignored) traceback ends with it."""
+        text = POWERSHELL_PREFIX.sub("", text, count=1)
         if text.startswith(IGNORED_EXCEPTION):
             self.ignoring, self.inside = True, False
             return None
@@ -140,6 +146,8 @@ class TracebackTracker:
         if not self.inside:
             return None
         if not text.strip() or text[:1].isspace() or text.startswith(TRACEBACK_CHAINS):
+            return None
+        if POWERSHELL_RECORD.match(text):
             return None
         self.inside = False
         if self.ignoring:

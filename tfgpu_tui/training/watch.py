@@ -15,9 +15,9 @@ from tfgpu_tui.training.follow import (
     FileEvent,
     FileState,
     LogFollower,
-    detect_encoding,
     line_start_at_or_after,
 )
+from tfgpu_tui.training.encoding import detect_encoding, read_head
 from tfgpu_tui.training.history_scan import scan_history
 from tfgpu_tui.training.keras_progress import EpochStart, parse_epoch_header
 from tfgpu_tui.training.run import EpochRecord, TrainingRun
@@ -78,14 +78,10 @@ def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
 
 
 def file_encoding(path: Path) -> str:
-    """The encoding its byte-order mark announces (UTF-8 when none, or when the file is missing)."""
+    """The encoding its first bytes show (`encoding.detect_encoding`; UTF-8 when the file is missing)."""
     if special_file_refusal(path) is not None:  # never open a FIFO or a device (the follower refuses it)
         return "utf-8"
-    try:
-        with path.open("rb") as handle:
-            return detect_encoding(handle.read(4))[0]
-    except OSError:
-        return "utf-8"
+    return detect_encoding(read_head(path))[0]
 
 
 class LogWatch:

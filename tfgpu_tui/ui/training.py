@@ -26,6 +26,7 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
+from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
@@ -170,8 +171,10 @@ class TrainingTab(DashboardTab):
     # ----- following (worker thread) -----
     def follow(self, path: Path, writer_pid: int | None = None) -> None:
         """Follow another file (the previous worker is cancelled); a path the access policy refuses
-        (special file, outside --log-root) is not opened and the reason is shown."""
+        (special file, outside --log-root) or a binary file is not opened and the reason is shown."""
         refusal = None if self.is_simulated(path) else log_refusal(policy_from_settings(self.settings), path)
+        if refusal is None and not self.is_simulated(path) and path.is_file():
+            refusal = binary_refusal(path)  # reads 4 KB of a regular file: quick enough for the UI thread
         if refusal is not None:
             self.query_one(RunStatus).say(f"Not opened: {refusal}", WARNING)
             self.notify(refusal, title="Log not opened", severity="warning")
