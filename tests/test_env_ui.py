@@ -136,3 +136,30 @@ async def test_c_copies_the_selected_fix_which_is_never_wrapped() -> None:
         await pilot.press("home")
         await pilot.press("c")
         assert app.clipboard == fix
+
+
+async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_shown_again() -> None:
+    """80x24 on the Environment tab, the Monitor shown, the terminal widened to 120x40, back to the
+    Environment: the columns are those of the new width, and a cut text ends in an ellipsis."""
+    from tfgpu_tui.ui.environment import column_widths
+
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(80, 24)) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        table = app.query_one("#env-findings", DataTable)
+        narrow = tab._widths
+        await pilot.press("2")
+        await settle(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.press("1")
+        titles = [finding.title for finding in tab.report.findings]
+        await settle(
+            pilot,
+            lambda: table.size.width > 0 and tab._widths == column_widths(table.size.width, titles) != narrow,
+        )
+        found_width = tab._widths[1]
+        for finding in tab.report.findings:
+            cell = str(table.get_cell(finding.id, table.ordered_columns[2].key))
+            assert len(cell) <= found_width
+            assert cell == finding.detail.splitlines()[0] or cell.endswith("…")

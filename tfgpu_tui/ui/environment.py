@@ -81,6 +81,18 @@ def alerts_from_report(report: EnvReport) -> list[Alert]:
     ]
 
 
+class FindingsTable(DataTable):
+    """The list of findings. Its columns are fitted to its width, which changes with the terminal and also
+    when the tab's layout switches between stacked and side by side (a tab hidden meanwhile gets no resize
+    of its own), so it says when its size changed."""
+
+    class Resized(Message):
+        """The table's size changed."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Resized())
+
+
 class EnvironmentTab(DashboardTab):
     """Findings of the environment check, the selected one's detail and fix, re-run, copy and save keys.
     Below 100 columns the list and the detail stack (class ``-narrow``)."""
@@ -114,7 +126,7 @@ class EnvironmentTab(DashboardTab):
     def compose(self) -> ComposeResult:
         yield Static("The environment check starts when this tab is shown.", id="env-status")
         with Horizontal(id="env-body"):
-            yield DataTable(id="env-findings", cursor_type="row", zebra_stripes=True)
+            yield FindingsTable(id="env-findings", cursor_type="row", zebra_stripes=True)
             yield FindingDetail(id="env-detail-pane")
 
     def on_mount(self) -> None:
@@ -174,12 +186,15 @@ class EnvironmentTab(DashboardTab):
 
     # --- widgets ---------------------------------------------------------------------------------------
 
-    def on_resize(self, event: events.Resize) -> None:
+    def on_findings_table_resized(self, message: FindingsTable.Resized) -> None:
         if self.report is not None:
             self.call_after_refresh(self._refit_table)
 
     def _refit_table(self) -> None:
-        """Rebuild the table when its width changed the columns it can give (15 rows: cheap)."""
+        """Rebuild the table when its width changed the columns it can give (15 rows: cheap); not while
+        hidden (no width)."""
+        if not self.query_one("#env-findings", DataTable).size.width:
+            return
         if self.report is not None and self._widths != self._column_widths(self.report):
             self._fill_table(self.report)
 
