@@ -113,6 +113,7 @@ class DevTools:
         self._pending = b""
         self._last_id = 0
         self.session_id: str | None = None
+        self.events: list[dict[str, Any]] = []  # what Chromium reported between replies (Network.*)
 
     def call(
         self, method: str, params: dict[str, Any] | None = None, timeout: float = 10.0
@@ -128,7 +129,9 @@ class DevTools:
             while b"\0" in self._pending:
                 raw, self._pending = self._pending.split(b"\0", 1)
                 reply = json.loads(raw)
-                if reply.get("id") == self._last_id:
+                if "method" in reply:
+                    self.events.append(reply)
+                elif reply.get("id") == self._last_id:
                     if "error" in reply:
                         raise RuntimeError(f"{method}: {reply['error']}")
                     return reply["result"]
@@ -145,7 +148,19 @@ class DevTools:
         target = self.call("Target.createTarget", {"url": "about:blank"})
         attached = self.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
         self.session_id = attached["sessionId"]
+        self.call("Network.enable")  # every request the page makes is reported (self.events)
         self.call("Page.navigate", {"url": url})
+
+    def requested_urls(self) -> list[str]:
+        """The URL of every request and websocket the page has opened so far."""
+        self.evaluate("0")  # read what Chromium has reported up to now
+        urls = []
+        for event in self.events:
+            if event["method"] == "Network.requestWillBeSent":
+                urls.append(event["params"]["request"]["url"])
+            elif event["method"] == "Network.webSocketCreated":
+                urls.append(event["params"]["url"])
+        return urls
 
     def evaluate(self, expression: str) -> dict[str, Any]:
         return self.call("Runtime.evaluate", {"expression": expression})["result"]
@@ -243,15 +258,21 @@ def browser(tmp_path: Path) -> Iterator[DevTools]:
         shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
 
 
-def test_browser_shows_the_dashboard(served_dashboard: ServedDashboard, browser: DevTools) -> None:
-    browser.open_page(served_dashboard.url)
-    deadline = time.monotonic() + 20
+def wait_for_tabs(browser: DevTools, timeout: float = 20.0) -> str | None:
+    """The terminal's text once every tab name is on it (or the last text read, after `timeout`)."""
+    deadline = time.monotonic() + timeout
     text = None
     while time.monotonic() < deadline:
         text = browser.terminal_text()
         if text and all(name in text for name in TAB_NAMES):
             break
         time.sleep(0.25)
+    return text
+
+
+def test_browser_shows_the_dashboard(served_dashboard: ServedDashboard, browser: DevTools) -> None:
+    browser.open_page(served_dashboard.url)
+    text = wait_for_tabs(browser)
     ARTIFACTS.mkdir(exist_ok=True)
     browser.screenshot(ARTIFACTS / "serve_browser.png")
     (ARTIFACTS / "serve_browser.txt").write_text(text or "", encoding="utf-8")
@@ -260,3 +281,30 @@ def test_browser_shows_the_dashboard(served_dashboard: ServedDashboard, browser:
         f"tabs {missing} not on the served screen:\n{text}\n--- server log:\n{served_dashboard.log_tail()}"
     )
     assert "SIMULATED" in text, f"--demo did not reach the served session:\n{text}"
+
+
+# The faces of the page's font that the browser has loaded (status "loaded"), by style.
+LOADED_FONT_FACES_JS = """document.fonts.ready.then(() => [...document.fonts]
+  .filter((face) => face.family.includes("Roboto Mono") && face.status === "loaded")
+  .map((face) => face.style))"""
+
+
+def test_the_page_loads_everything_from_serve_itself(
+    served_dashboard: ServedDashboard, browser: DevTools
+) -> None:
+    """No request leaves for another host (GPU boxes are often offline, and a third party would learn who
+    opens the dashboard), and the terminal's font is the one `serve` serves."""
+    browser.open_page(served_dashboard.url)
+    text = wait_for_tabs(browser)
+    assert text and all(name in text for name in TAB_NAMES), f"the dashboard did not render:\n{text}"
+    faces = browser.call(
+        "Runtime.evaluate", {"expression": LOADED_FONT_FACES_JS, "awaitPromise": True, "returnByValue": True}
+    )["result"]["value"]
+    assert "normal" in faces, f"the Roboto Mono font was not loaded from the page's own origin: {faces}"
+    origin = served_dashboard.url.split("/?", 1)[0].removesuffix("/")
+    own = (origin + "/", "ws" + origin.removeprefix("http") + "/")
+    urls = browser.requested_urls()
+    assert any(url.startswith(own[0] + "static/fonts/") for url in urls), urls
+    assert any(url.startswith(own[1]) for url in urls), f"no websocket seen: {urls}"
+    foreign = [url for url in urls if not url.startswith(own) and not url.startswith("data:")]
+    assert not foreign, f"the page asked other hosts for: {foreign}"

@@ -11,6 +11,12 @@ processes and logs.
   client that sends none is refused too (loopback is no boundary between local users).
 - **Sessions**: at most `max_sessions` at once; a session ends with its websocket, and its process, its
   process group and every process it started end with it.
+- **Nothing leaves the machine**: the page (web_page/app_index.html) uses only what this server serves, the
+  font included (textual-serve's stock page loads it from Google Fonts).
+- **No secret in a log**: the URL with the token is printed once the socket is bound; access lines carry the
+  path without its query string, and logging shows no tracebacks with local variables.
+
+The command line (`commands/serve.py`) imports this module; this module imports nothing of it.
 """
 
 from __future__ import annotations
@@ -26,17 +32,21 @@ import os
 import shlex
 import signal
 import socket
+import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
 from aiohttp import WSMsgType, web
+from aiohttp.abc import AbstractAccessLogger
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from tfgpu_tui.commands.serve import TOKEN_ENV_VAR, Token, is_loopback
-
 log = logging.getLogger("tfgpu-tui.serve")
+TOKEN_ENV_VAR = "TFGPU_TUI_TOKEN"
+PAGE_TEMPLATES = Path(__file__).resolve().parent / "web_page"  # app_index.html: no third-party origin
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 QUIT_GRACE_SECONDS = 3.0
 TERM_GRACE_SECONDS = 2.0
@@ -47,6 +57,36 @@ LOGIN_HELP = (
     "tfgpu-tui: this dashboard needs its access token. Open the URL that `tfgpu-tui serve` printed when it "
     "started (it ends in ?token=...).\n"
 )
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if host.strip().lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Token:
+    """The secret a visitor must present, and where it came from (`generated`, a file, the environment)."""
+
+    value: str
+    source: str
+
+    @property
+    def generated(self) -> bool:
+        return self.source == "generated"
+
+
+class AccessLog(AbstractAccessLogger):
+    """One line per request: method, path, status and time; never the query string (it can hold the token)
+    nor headers (the cookie, Authorization, a Referer with a query)."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info("%s %s %s %.3fs", request.method, request.path, response.status, time)
 
 
 def _hostname(host_header: str) -> str | None:
@@ -183,7 +223,14 @@ class DashboardServer(Server):
         token: Token | None = None,
         max_sessions: int = 3,
     ) -> None:
-        super().__init__(command, host=host, port=port, title="tfgpu-tui", public_url=public_url)
+        super().__init__(
+            command,
+            host=host,
+            port=port,
+            title="tfgpu-tui",
+            public_url=public_url,
+            templates_path=PAGE_TEMPLATES,
+        )
         self._fixed_public_url = public_url
         self._public_origin = _public_origin(public_url)
         self.hosts = HostPolicy(host, public_url)
@@ -317,7 +364,38 @@ class DashboardServer(Server):
             elif kind == "focus":
                 await app_service.focus()
 
-    async def on_startup(self, app: web.Application) -> None:
+    # ----- serving -----
+    def initialize_logging(self) -> None:
+        """Plain lines on stderr (textual-serve's handler shows tracebacks with local variables, which can
+        hold the token); access lines come from AccessLog."""
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("tfgpu-tui serve: %(message)s"))
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        root.setLevel(logging.DEBUG if self.debug else logging.INFO)
+
+    def serve(self, debug: bool = False) -> None:
+        """Bind, then say where to point the browser, and serve until SIGINT or SIGTERM. An address that
+        cannot be bound raises OSError before anything is printed."""
+        self.debug = debug
+        self.initialize_logging()
+        asyncio.run(self._serve_until_stopped())
+
+    async def _serve_until_stopped(self) -> None:
+        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log_class=AccessLog)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+            self.announce()
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop.set)
+            await stop.wait()
+        finally:
+            await runner.cleanup()  # on_shutdown: the open sessions end
+
+    def announce(self) -> None:
         """Say where to point the browser (with the token, unless the user supplied it)."""
         host = socket.gethostname() if self.hosts.wildcard else self.host
         host = f"[{host}]" if ":" in host else host
@@ -327,6 +405,9 @@ class DashboardServer(Server):
         else:
             print(f"tfgpu-tui: open {base}/?token=<the token from {self.token.source}>", flush=True)
         print(f"tfgpu-tui: at most {self.max_sessions} sessions; Ctrl+C stops the server", flush=True)
+
+    async def on_startup(self, app: web.Application) -> None:
+        """Nothing (textual-serve prints its banner here, before the socket is bound)."""
 
     async def on_shutdown(self, app: web.Application) -> None:
         """End every session still open."""

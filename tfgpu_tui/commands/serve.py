@@ -1,7 +1,8 @@
 """`tfgpu-tui serve`: the dashboard in a web browser, through textual-serve.
 
 textual-serve runs one dashboard process per browser session: `<this python> -m tfgpu_tui <options>`, built
-here as an argument list. The server (web_server.py) asks for a secret token, checks Host and Origin, and
+here as an argument list. This module is the command line; the server (web_server.py, which imports nothing
+from here) asks for a secret token, checks Host and Origin, and
 limits the number of sessions; each session runs with least privilege (access.py) unless `--allow-kill` /
 `--allow-code` say otherwise. docs/security.md says what a visitor can and cannot do.
 """
@@ -9,27 +10,25 @@ limits the number of sessions; each session runs with least privilege (access.py
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import secrets
 import shlex
 import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tfgpu_tui.access import policy_from_settings
 from tfgpu_tui.cli import add_access_options, interval_seconds, settings_from_args, whole_in
 from tfgpu_tui.settings import Range, Settings
+from tfgpu_tui.web_server import TOKEN_ENV_VAR, DashboardServer, Token, is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 3
 MAX_SESSIONS = Range(1, 64)
 EXIT_USAGE = 2
-TOKEN_ENV_VAR = "TFGPU_TUI_TOKEN"
 MIN_TOKEN_CHARS = 16
 PUBLIC_WARNING = (
     "WARNING: serving on {host}:{port}, reachable from other machines. Whoever has the token sees the GPU's "
@@ -42,16 +41,6 @@ KILL_NOTE = "--allow-kill: a visitor with the token can send signals to processe
 
 class ServeError(ValueError):
     """A `serve` option the user must fix; the message says how."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if host.strip().lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, port: int, public: bool) -> None:
@@ -74,18 +63,6 @@ def check_public_url(url: str | None) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
         raise ServeError(f"--public-url must look like https://example.org:8443 (got {url!r})")
-
-
-@dataclass(frozen=True)
-class Token:
-    """The secret a visitor must present, and where it came from (`generated`, a file, the environment)."""
-
-    value: str
-    source: str
-
-    @property
-    def generated(self) -> bool:
-        return self.source == "generated"
 
 
 def _checked_token(value: str, where: str) -> str:
@@ -231,8 +208,6 @@ def run(args: argparse.Namespace) -> int:
     if args.public:
         root = Path(arguments[arguments.index("--log-root") + 1])
         print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
-    from tfgpu_tui.web_server import DashboardServer
-
     server = DashboardServer(
         shlex.join(session_command(arguments)),
         host=args.host,
