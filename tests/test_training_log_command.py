@@ -28,7 +28,7 @@ def test_json_keys_documented_in_the_issue(capsys):
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"epochs", "current", "problems"}
     assert set(data["current"]) >= {"epoch", "step", "total_steps", "eta_seconds", "metrics"}
-    assert data["current"]["eta_seconds"] == 3723
+    assert data["current"]["eta_seconds"] is None  # the run crashed: no time left to show (issue 24)
     oom = next(p for p in data["problems"] if p["id"] == "OOM_TENSOR")
     assert oom["line_number"] == 11 and oom["message"] and oom["fix"]
 

@@ -110,7 +110,8 @@ def test_keras3_bars_through_code_page_437_inside_utf16_give_every_epoch():
 
 @pytest.mark.parametrize("bar", ["ΓöüΓöüΓöüΓöü", "â”\x81â”\x81", "????????"])
 def test_a_bar_drawn_with_other_characters_is_read_by_its_steps_and_values(bar):
-    update = parse_progress(clean_segment(f"\x1b[1m7/7\x1b[0m \x1b[32m{bar}\x1b[0m 1s 9ms/step - loss: 0.25"), True)
+    text = clean_segment(f"\x1b[1m7/7\x1b[0m \x1b[32m{bar}\x1b[0m 1s 9ms/step - loss: 0.25")
+    update = parse_progress(text, True)
     assert update is not None and update.final and update.metrics == {"loss": 0.25}
 
 

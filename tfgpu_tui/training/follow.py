@@ -3,9 +3,9 @@ rotation detected and followed, a missing file waited for, a deleted file report
 
 Output is split into *segments* at ``\\n`` and at ``\\r`` (Keras progress bars rewrite their line with
 ``\\r``); ``\\r\\n`` counts as one line end. Decoding is UTF-8 with replacement, so binary junk never raises;
-a file in UTF-16 (PowerShell's ``>``: told by its byte-order mark, or by its byte pattern when it has none, see
-`encoding.py`) is split and decoded as UTF-16, its offsets staying byte offsets on even boundaries. A
-byte-order mark never reaches the text.
+a file in UTF-16 (PowerShell's ``>``: told by its byte-order mark, or by its byte pattern when it has
+none, see `encoding.py`) is split and decoded as UTF-16, its offsets staying byte offsets on even
+boundaries. A byte-order mark never reaches the text.
 """
 
 from __future__ import annotations

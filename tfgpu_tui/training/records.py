@@ -15,6 +15,7 @@ from tfgpu_tui.training.keras_progress import is_bad_number
 EMPTY: Mapping[str, float] = MappingProxyType({})
 
 
+
 def frozen_metrics(metrics: Mapping[str, float]) -> Mapping[str, float]:
     """A read-only copy of `metrics`."""
     return MappingProxyType(dict(metrics)) if metrics else EMPTY
@@ -43,6 +44,21 @@ class FinishReason(str, Enum):
         return self in (FinishReason.COMPLETED, FinishReason.EARLY_STOPPING)
 
 
+class EndTimeSource(str, Enum):
+    """Where an epoch's end time comes from."""
+
+    LOG = "log"  # the log says (JsonLinesLogger's ``time``)
+    FOLLOWED = "followed"  # its line arrived while the log was being followed
+    ESTIMATED = "estimated"  # worked back from the file's modification time and the epochs' durations
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: End times reported as facts in JSON; an estimate stays internal (checkpoint ages), never shown as a time.
+KNOWN_END_TIMES = frozenset({EndTimeSource.LOG, EndTimeSource.FOLLOWED})
+
+
 class EpochRecord(NamedTuple):
     """One finished epoch (a named tuple: immutable, and cheap to make for every epoch of a 1 GB log).
 
@@ -53,8 +69,9 @@ class EpochRecord(NamedTuple):
         seconds: its duration where printed; step_seconds: time per step where printed.
         steps: steps in the epoch; fit_run: which ``fit()`` call in the file (1-based).
         line_number: the line it ended on; source: ``progress`` or ``json`` (exact, from JsonLinesLogger).
-        ended_at: wall-clock time it ended, set by the follower (`watch.py`): when its last line arrived
-            while following, estimated back from the file's modification time for history; None if unknown.
+        ended_at: wall-clock time it ended: the time JsonLinesLogger wrote, else set by the follower
+            (`watch.py`): when its last line arrived while following, estimated back from the file's
+            modification time for what was already there; None if unknown. `ended_at_source` says which.
         lr_change: the learning rate a callback set during this epoch (ReduceLROnPlateau,
             LearningRateScheduler); None when it did not change.
     """
@@ -70,6 +87,7 @@ class EpochRecord(NamedTuple):
     source: str = "progress"
     ended_at: float | None = None
     lr_change: float | None = None
+    ended_at_source: EndTimeSource | None = None
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready; nan/inf become the strings "nan", "inf", "-inf"."""
@@ -83,7 +101,8 @@ class EpochRecord(NamedTuple):
             "fit_run": self.fit_run,
             "line_number": self.line_number,
             "source": self.source,
-            "ended_at": self.ended_at,
+            "ended_at": self.ended_at if self.ended_at_source in KNOWN_END_TIMES else None,
+            "ended_at_source": None if self.ended_at_source is None else self.ended_at_source.value,
             "lr_change": self.lr_change,
         }
 

@@ -37,6 +37,7 @@ from tfgpu_tui.training.readout import RunReadout, TrainingSnapshot
 from tfgpu_tui.training.records import (
     AnnouncedCheckpoint,
     CurrentState,
+    EndTimeSource,
     EpochRecord,
     Evaluation,
     FinishReason,
@@ -277,13 +278,14 @@ class TrainingRun(RunReadout):
             info.finish_reason is FinishReason.COMPLETED and reason is FinishReason.EARLY_STOPPING
         ):
             self.run_infos[-1] = replace(info, finish_reason=reason)
+        self.current.eta_seconds = None  # a run that ended has no time left, whatever its last update said
         if reason.normal:
             self._mark_finished()
 
     def _mark_finished(self) -> None:
         cur = self.current
         cur.finished = True
-        cur.eta_seconds = 0.0
+        cur.eta_seconds = None
         reason = self.finish_reason()
         epochs = self.latest_fit_epochs()
         last = epochs[-1] if epochs and epochs[-1].fit_run == self.fit_run else None
@@ -715,6 +717,7 @@ class TrainingRun(RunReadout):
                     self.fit_run,
                     line_number,
                     "json",
+                    **_logged_end(data.get("time")),
                     lr_change=self._pending_lr,
                 )
             )
@@ -737,6 +740,13 @@ def _numbers(logs: object) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
     return found
+
+
+def _logged_end(when: object) -> dict[str, Any]:
+    """``ended_at`` and its source for a record that carries its time (JsonLinesLogger's ``time``)."""
+    if isinstance(when, (int, float)) and not isinstance(when, bool) and math.isfinite(when):
+        return {"ended_at": float(when), "ended_at_source": EndTimeSource.LOG}
+    return {}
 
 
 def _shift(line_number: int | None, offset: int) -> int | None:

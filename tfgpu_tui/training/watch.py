@@ -10,16 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.training.encoding import detect_encoding, read_head
 from tfgpu_tui.training.follow import (
+    READ_BYTES,
     TAIL_BYTES,
     FileEvent,
     FileState,
     LogFollower,
     line_start_at_or_after,
 )
-from tfgpu_tui.training.encoding import detect_encoding, read_head
 from tfgpu_tui.training.history_scan import scan_history
 from tfgpu_tui.training.keras_progress import EpochStart, parse_epoch_header
+from tfgpu_tui.training.records import EndTimeSource
 from tfgpu_tui.training.run import EpochRecord, TrainingRun
 
 HEADER_SEARCH_BYTES = 64 * 1024 * 1024
@@ -65,7 +67,7 @@ def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
     """Fill in `ended_at` of epochs read from history (replacing the frozen records in `epochs`): walking back
     from the next known end time (or from `anchor`, the file's modification time, for the last ones), each
     epoch ended its successor's duration earlier. Stops where a duration was not printed (those stay None
-    until a known time follows)."""
+    until a known time follows). Such times are `EndTimeSource.ESTIMATED`: a guess, never shown as a fact."""
     for index in range(len(epochs) - 1, -1, -1):
         record = epochs[index]
         if record.ended_at is not None:
@@ -73,8 +75,16 @@ def estimate_end_times(epochs: list[EpochRecord], anchor: float | None) -> None:
             continue
         if anchor is None:
             continue
-        epochs[index] = record._replace(ended_at=anchor)
+        epochs[index] = record._replace(ended_at=anchor, ended_at_source=EndTimeSource.ESTIMATED)
         anchor = anchor - record.seconds if record.seconds is not None else None
+
+
+def modification_time(path: Path) -> float | None:
+    """The file's modification time, None when it cannot be read."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def file_encoding(path: Path) -> str:
@@ -101,6 +111,7 @@ class LogWatch:
         self.last_growth = time.monotonic()
         self.last_growth_wall = time.time()
         self._modified_at_open: float | None = None
+        self._caught_up = False  # the follower has read what the file held when opened
         self.events: list[FileEvent] = []
         self._history: TrainingRun | None = None
         self._scan: Iterator[int] | None = None
@@ -129,9 +140,8 @@ class LogWatch:
 
     def _note_modification_time(self) -> None:
         """An existing file last grew at its modification time, not when we opened it."""
-        try:
-            modified = os.stat(self.path).st_mtime
-        except OSError:
+        modified = modification_time(self.path)
+        if modified is None:
             return
         self._modified_at_open = modified
         self.last_growth_wall = min(modified, self.last_growth_wall)
@@ -162,13 +172,19 @@ class LogWatch:
         self.run.feed_segments(update.segments)
         if update.partial:
             self.run.feed_partial(update.partial)
-        if update.bytes_read:
-            self.last_growth = time.monotonic()
-            self.last_growth_wall = time.time()
         epochs = self.run.epochs
-        for index in range(max(known - 1, 0), len(epochs)):
-            if epochs[index].ended_at is None:
-                epochs[index] = epochs[index]._replace(ended_at=self.last_growth_wall)  # its line's arrival
+        if self._caught_up:  # new bytes are growth, and an epoch ending in them ended now
+            if update.bytes_read:
+                self.last_growth = time.monotonic()
+                self.last_growth_wall = time.time()
+            for index in range(max(known - 1, 0), len(epochs)):
+                if epochs[index].ended_at is None:
+                    epochs[index] = epochs[index]._replace(
+                        ended_at=self.last_growth_wall, ended_at_source=EndTimeSource.FOLLOWED
+                    )
+        elif update.bytes_read < READ_BYTES:  # the file as it was when opened is read: what follows is new
+            self._caught_up = True
+            estimate_end_times(epochs, modification_time(self.path) or self._modified_at_open)
         return bool(update.bytes_read or update.events)
 
     def backfill_step(self) -> bool:
