@@ -117,7 +117,7 @@ async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPat
         assert calls == ["/opt/py/bin/python", "/opt/py/bin/python"]
 
 
-async def test_c_copies_the_selected_fix_which_is_never_wrapped() -> None:
+async def test_c_copies_the_selected_fix_which_a_short_fix_shows_on_one_line() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="environment")
     async with app.run_test(size=(80, 24)) as pilot:
         tab = await wait_until_complete(pilot, app)
@@ -163,3 +163,32 @@ async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_show
             cell = str(table.get_cell(finding.id, table.ordered_columns[2].key))
             assert len(cell) <= found_width
             assert cell == finding.detail.splitlines()[0] or cell.endswith("…")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_fix_is_whole_on_screen_on_rows_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """A fix longer than the terminal is wrapped, not cut: all of it on screen without scrolling, each line
+    within the width, on rows nothing else shares (so a mouse copy of those rows is the command)."""
+    from tfgpu_tui.ui.widgets.finding_detail import FixText, wrap_fix
+
+    facts, probe = load_recording(FIXTURES / "cpu_build_on_gpu.json")
+    monkeypatch.setattr(EnvironmentTab, "collect", staticmethod(lambda python: facts))
+    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(lambda python, timeout: probe))
+    app = TfgpuApp(Settings(python="/home/ana/venvs/tf/bin/python"), initial_tab="environment")
+    async with app.run_test(size=size) as pilot:
+        tab = await wait_until_complete(pilot, app)
+        tab.reveal("cpu_only_build")
+        fix = tab.report.findings[[f.id for f in tab.report.findings].index("cpu_only_build")].fix
+        assert len(fix) > size[0]
+        widget = app.query_one(FixText)
+        await settle(pilot, lambda: widget.fix == fix and widget.region.height > 1)
+        await pilot.pause()
+        shown = str(widget.render()).splitlines()
+        assert shown == wrap_fix(fix, widget.content_region.width)
+        assert all(len(line) <= size[0] - 2 for line in shown)
+        assert widget.region.x <= 1 and widget.region.right >= size[0] - 1, "the rows hold only the fix"
+        footer_top = size[1] - 1
+        assert widget.region.y > 0 and widget.region.bottom <= footer_top, "whole, without scrolling"
+        assert widget.region.height == len(shown)

@@ -31,7 +31,7 @@ from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_ta
 from tfgpu_tui.env.tf_inspection import run_probe_with_retry
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
-from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail
+from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
 from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -128,6 +128,7 @@ class EnvironmentTab(DashboardTab):
         with Horizontal(id="env-body"):
             yield FindingsTable(id="env-findings", cursor_type="row", zebra_stripes=True)
             yield FindingDetail(id="env-detail-pane")
+        yield FixPane(id="env-fix-pane")
 
     def on_mount(self) -> None:
         self._spinner = self.set_interval(0.1, self._tick, pause=True)  # runs only while a check runs
@@ -239,7 +240,9 @@ class EnvironmentTab(DashboardTab):
         return self.report.findings[row] if 0 <= row < len(self.report.findings) else None
 
     def _show_detail(self) -> None:
-        self.query_one(FindingDetail).finding = self.selected_finding()
+        finding = self.selected_finding()
+        self.query_one(FindingDetail).finding = finding
+        self.query_one(FixPane).show(finding)
 
     def _show_status(self) -> None:
         report = self.report
