@@ -219,7 +219,7 @@ def test_refusals(child: subprocess.Popen, monkeypatch: pytest.MonkeyPatch) -> N
     assert "init" in (sampler.kill_refusal(replace(row, pid=1)) or "")
     assert "this dashboard" in (sampler.kill_refusal(replace(row, pid=os.getpid())) or "")
     assert "zombie" in (sampler.kill_refusal(replace(row, host_state=HostState.ZOMBIE)) or "")
-    assert "--pid=host" in (sampler.kill_refusal(replace(row, host_state=HostState.OTHER_NAMESPACE)) or "")
+    assert "not yours" in (sampler.kill_refusal(replace(row, host_state=HostState.OTHER_NAMESPACE)) or "")
     assert "start time" in (sampler.kill_refusal(replace(row, create_time=None)) or "")
     other = replace(row, uid=4321, user="alice")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)

@@ -160,18 +160,31 @@ def test_idle_gpu_not_found_means_zero_and_not_supported_means_na() -> None:
     assert source.read().processes[0].sm_percent is None and fake.calls["proc_util"] == 1
 
 
-def test_pids_not_on_the_host_stay_visible_with_a_marker(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pids_not_on_the_host_stay_visible_with_a_marker() -> None:
     ghost = 4_194_301  # above the default pid_max: cannot exist here
     gpu = FakeGpu(compute=[(os.getpid(), 100), (ghost, 2048)])
-    for in_container, expected in ((False, HostState.NO_SUCH_PROCESS), (True, HostState.OTHER_NAMESPACE)):
-        monkeypatch.setattr("tfgpu_tui.gpu.processes.in_other_pid_namespace", lambda v=in_container: v)
-        sampler = Sampler(Settings(), NvmlSource(nvml=FakePynvml([gpu])), HostInspector(background=False))
-        rows = {r.pid: r for r in sampler.sample().processes}
-        assert rows[ghost].host_state is expected and rows[ghost].gpu_memory_mib == 2048
-        assert rows[os.getpid()].host_state is HostState.OK and rows[os.getpid()].command
-        assert (
-            "--pid=host" in (sampler.kill_refusal(rows[ghost]) or "") or expected is HostState.NO_SUCH_PROCESS
-        )
+    host = HostInspector(background=False, own_namespace=False)
+    sampler = Sampler(Settings(), NvmlSource(nvml=FakePynvml([gpu])), host)
+    rows = {r.pid: r for r in sampler.sample().processes}
+    assert rows[ghost].host_state is HostState.NO_SUCH_PROCESS and rows[ghost].gpu_memory_mib == 2048
+    assert rows[os.getpid()].host_state is HostState.OK and rows[os.getpid()].command
+    assert rows[ghost].attribution is None and "does not exist" in (sampler.kill_refusal(rows[ghost]) or "")
+
+
+def test_in_a_pid_namespace_of_its_own_no_pid_is_taken_for_a_local_process_without_its_device_file() -> None:
+    """Inside a container, a PID NVML lists is a local process only if that process holds the GPU's device
+    file: neither this process (holding none) nor an impossible PID is looked up; both are another
+    namespace's, shown with their memory and never signalled."""
+    ghost = 4_194_301
+    gpu = FakeGpu(compute=[(os.getpid(), 100), (ghost, 2048)])
+    inspector = HostInspector(background=False, own_namespace=True)
+    sampler = Sampler(Settings(), NvmlSource(nvml=FakePynvml([gpu])), inspector)
+    rows = {r.host_pid: r for r in sampler.sample().processes if r.gpu_index is not None}
+    assert set(rows) == {os.getpid(), ghost}
+    for row in rows.values():
+        assert row.host_state is HostState.OTHER_NAMESPACE and row.local_pid is None and row.command is None
+        assert "not yours to end" in (sampler.kill_refusal(row) or "")
+    assert rows[ghost].gpu_memory_mib == 2048
 
 
 def test_persistence_mode_off_is_an_info_alert() -> None:

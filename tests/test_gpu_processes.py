@@ -122,10 +122,9 @@ def test_host_cpu_percent_between_readings() -> None:
 def test_zombie_and_vanished_processes_keep_their_rows(
     children: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(processes, "in_other_pid_namespace", lambda: False)
     child = subprocess.Popen(["sleep", "60"])
     children.append(child)
-    inspector = HostInspector(background=False)
+    inspector = HostInspector(background=False, own_namespace=False)
     assert inspector.describe([GpuProcess(child.pid, 0, 1.0, 0.0)])[0].host_state is HostState.OK
     child.kill()
     os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)

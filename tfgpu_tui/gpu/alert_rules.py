@@ -16,7 +16,7 @@ from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity, ordered
 from tfgpu_tui.gpu.history import RollingMeans
-from tfgpu_tui.gpu.model import DeviceSample, HostState, ProcessRow
+from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, ProcessRow
 from tfgpu_tui.settings import Settings
 
 FALLBACK_PROCESS_FIX = (
@@ -75,10 +75,11 @@ def _mib(mib: float) -> str:
 
 
 def _describe(row: ProcessRow) -> str:
+    pid = f"PID {row.pid}" + (f", NVML's {row.host_pid}" if row.local and row.host_pid is not None else "")
     if row.jupyter is not None:
-        return f"Jupyter kernel {row.jupyter.notebook_path or row.jupyter.kernel_id} (PID {row.pid})"
+        return f"Jupyter kernel {row.jupyter.notebook_path or row.jupyter.kernel_id} ({pid})"
     command = (row.command or "").split(" ")
-    return f"PID {row.pid} ({' '.join(command[:3])})" if row.command else f"PID {row.pid}"
+    return f"{pid} ({' '.join(command[:3])})" if row.command else pid
 
 
 def _key(row: ProcessRow) -> ProcessKey:
@@ -222,6 +223,7 @@ class AlertRules:
         """
         limit = self.settings.stale_minutes * 60
         gpu_busy = {d.index: d.utilization_percent for d in devices}
+        memory_percent = {d.index: d.memory_percent for d in devices}
         live: set[ProcessKey] = set()
         found: list[tuple[float, float, Alert]] = []
         self.idle_seconds = {}
@@ -248,13 +250,33 @@ class AlertRules:
             self.idle_seconds[key] = idle
             if idle < limit:
                 continue
-            found.append((-row.gpu_memory_mib, -idle, self._stale_alert(row, idle)))
+            starved = (memory_percent.get(row.gpu_index) or 0.0) >= self.settings.memory_full_percent
+            found.append((-row.gpu_memory_mib, -idle, self._stale_alert(row, idle, starved)))
         _forget_gone(self._process_idle_since, live)
         return [alert for _, _, alert in sorted(found, key=lambda item: item[:2])]
 
-    def _stale_alert(self, row: ProcessRow, idle: float) -> Alert:
+    def _stale_alert(self, row: ProcessRow, idle: float, starved: bool) -> Alert:
+        """The stale-holder alert: what holds how much, since when, and the fix that applies to it (another
+        namespace's entry is not the user's to end: advice, unless this container is short of memory)."""
+        held = f"{'≈ ' if row.memory_estimated else ''}{_mib(row.gpu_memory_mib or 0)}"
+        severity = Severity.WARNING
+        if not row.local:
+            message = (
+                f"NVML's PID {row.nvml_pid}, another container's or the host's process, has held {held} on "
+                f"GPU {row.gpu_index} at 0 % SM, idle for {_minutes(idle)}"
+            )
+            fix = (
+                "It is not yours and cannot be ended from here: if you rent this GPU whole, ask the provider "
+                "to free it (or restart the instance); on a server you share, its owner or the host's "
+                "administrator can end it (`sudo fuser -v /dev/nvidia*` on the host names it)"
+            )
+            if row.attribution is Attribution.UNRESOLVED:
+                message = message.replace("another container's or the host's process", "possibly yours")
+            if not starved:
+                severity = Severity.INFO
+            return Alert("stale_vram", severity, message, fix, f"GPU {row.gpu_index}")
         if row.host_state is not HostState.OK:
-            fix = "It is not visible on this host; end it where it runs (the container needs --pid=host)"
+            fix = "It cannot be inspected here, so it cannot be ended from here"
         elif row.uid is not None and self.own_uid not in (None, 0) and row.uid != self.own_uid:
             fix = f"It belongs to {row.user or row.uid}: ask them to end it (only they or root may)"
         elif row.jupyter is not None:
@@ -265,12 +287,11 @@ class AlertRules:
         else:
             fix = f"If it is finished, end it: {KILL_HINT} (or `kill -TERM {row.pid}`)"
         message = (
-            f"{_describe(row)} has held {_mib(row.gpu_memory_mib or 0)} on GPU {row.gpu_index} at 0 % SM, "
-            f"idle for {_minutes(idle)}"
+            f"{_describe(row)} has held {held} on GPU {row.gpu_index} at 0 % SM, idle for {_minutes(idle)}"
         )
-        if row.host_state is HostState.OK:
-            message += " (k ends it)"
-        return Alert("stale_vram", Severity.WARNING, message, fix, f"PID {row.pid}")
+        if row.attribution is not None and row.attribution.guess:
+            message += " (probably this process: paired by start order)"
+        return Alert("stale_vram", severity, message, fix, f"PID {row.pid}")
 
     def _starvation(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]

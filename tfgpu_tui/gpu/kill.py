@@ -135,9 +135,11 @@ def terminate_process(
     on_progress: Callable[[str], None] | None = None,
     kill_wait_seconds: float = KILL_WAIT_SECONDS,
     first_signal: signal.Signals = signal.SIGTERM,
+    still_valid: Callable[[], str | None] | None = None,
 ) -> SignalOutcome:
     """``first_signal`` (SIGTERM by default, or SIGINT), wait ``grace_seconds``, SIGKILL if still alive (or
-    SIGKILL at once when that is the choice); identity re-checked before each signal.
+    SIGKILL at once when that is the choice); identity re-checked before each signal, and ``still_valid``
+    (which returns why the process is no longer the one to end, or None) right before the first.
 
     Returns:
         A SignalOutcome (SignalResult: ended, still_alive, permission_denied, already_gone, pid_reused or
@@ -153,6 +155,9 @@ def terminate_process(
         pidfd = _open_pidfd(pid)
         for signum, wait in steps:
             _check_identity(identity)
+            reason = still_valid() if still_valid is not None and not sent else None
+            if reason:
+                return SignalOutcome(SignalResult.REFUSED, f"Nothing was sent to PID {pid}: {reason}")
             _send(pid, pidfd, signum)
             sent.append(signum.name)
             progress(f"Sent {signum.name} to PID {pid}; waiting up to {wait:g} s for it to exit")

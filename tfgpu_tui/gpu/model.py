@@ -41,6 +41,7 @@ class DeviceInfo:
     compute_capability: tuple[int, int] | None
     persistence_mode: bool | None
     pci_bus_id: str | None = None  # e.g. 00000000:01:00.0
+    minor_number: int | None = None  # N of /dev/nvidiaN (nvmlDeviceGetMinorNumber): never assumed = index
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class DeviceSample:
     energy_mj: float | None = None  # total since the driver loaded
     pcie_tx_kbs: float | None = None  # KB/s over NVML's 20 ms window
     pcie_rx_kbs: float | None = None
+    minor_number: int | None = None  # N of /dev/nvidiaN: joins the GPU to the device files processes hold
 
     @property
     def memory_percent(self) -> float | None:
@@ -85,7 +87,28 @@ class HostState(Enum):
     NO_SUCH_PROCESS = "no such process"
     NO_PERMISSION = "no permission"
     ZOMBIE = "zombie"
-    OTHER_NAMESPACE = "not visible from this PID namespace (the container needs --pid=host)"
+    OTHER_NAMESPACE = "another container's or the host's process (not visible from this PID namespace)"
+
+
+class Attribution(str, Enum):
+    """Why a process row names the local process it names: the basis of joining an NVML entry to a process of
+    this PID namespace (a str, so that it reads as its value)."""
+
+    NVML = "nvml"  # NVML's PID is a local process that holds this GPU's device file
+    DEVICE_FILE = "device-file"  # the GPU's only unmatched entry and its only unmatched local holder: certain
+    START_ORDER = "start-order"  # several on both sides, paired by host-PID order and start time: a guess
+    OTHER_NAMESPACE = "other-namespace"  # no local holder can be it: another container's or the host's
+    UNRESOLVED = "unresolved"  # more entries than local holders: some are ours, which ones is not known
+
+    @property
+    def local(self) -> bool:
+        """Whether the row is a process of this PID namespace (the only kind that may be signalled)."""
+        return self in (Attribution.NVML, Attribution.DEVICE_FILE, Attribution.START_ORDER)
+
+    @property
+    def guess(self) -> bool:
+        """Whether the join is a heuristic, labelled "probably" wherever it shows."""
+        return self is Attribution.START_ORDER
 
 
 @dataclass(frozen=True)
@@ -129,10 +152,31 @@ class ProcessRow:
     own_child: bool = False  # a tfgpu-tui child (environment or batch probe): never alerted on
     gpus_hidden: bool = False  # its CUDA_VISIBLE_DEVICES hides every GPU: on the CPU on purpose
     idle_seconds: float | None = None  # how long it has held GPU memory at 0 % SM (added by the Sampler)
+    # Inside a container (a PID namespace of its own) NVML's PIDs may not be ours (gpu/attribution.py):
+    # None on the host, where NVML's PID is the local one
+    attribution: Attribution | None = None
+    host_pid: int | None = None  # NVML's PID where it is not the local `pid` (the only one, for another's)
+    memory_note: str | None = None  # why gpu_memory_mib is None, or that it is an estimate
+    memory_estimated: bool = False  # gpu_memory_mib is the whole GPU's use ("≈"), not reported per process
 
     @property
     def identity(self) -> ProcessIdentity:
         return ProcessIdentity(self.pid, self.create_time)
+
+    @property
+    def local(self) -> bool:
+        """Whether `pid` is a process of this PID namespace (not another namespace's NVML PID)."""
+        return self.attribution is None or self.attribution.local
+
+    @property
+    def local_pid(self) -> int | None:
+        """The PID of this process here, or None for another namespace's entry."""
+        return self.pid if self.local else None
+
+    @property
+    def nvml_pid(self) -> int:
+        """The PID NVML lists for this entry."""
+        return self.pid if self.host_pid is None else self.host_pid
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,7 @@ class NvmlSource:
                 device, "persistence_mode", lambda: nvml.nvmlDeviceGetPersistenceMode(handle)
             )
             pci = self._query(device, "pci_info", lambda: nvml.nvmlDeviceGetPciInfo(handle))
+            minor = self._query(device, "minor_number", lambda: nvml.nvmlDeviceGetMinorNumber(handle))
         except _Lost:
             device.lost = True
             return device
@@ -241,6 +242,7 @@ class NvmlSource:
             tuple(cc) if cc is not None else None,  # type: ignore[arg-type]
             bool(persistence) if persistence is not None else None,
             _text(pci.busId) if pci is not None else None,
+            int(minor) if isinstance(minor, int) else None,
         )
         return device
 
@@ -342,6 +344,7 @@ class NvmlSource:
             unavailable={**device.unsupported, **transient},
             memory_util_percent=float(util.memory) if util is not None else None,
             memory_free_mib=memory.free / MIB if memory is not None else None,
+            minor_number=info.minor_number if info else None,
             **extra,
         )
         return sample, processes

@@ -13,10 +13,12 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.gpu import kill
+from tfgpu_tui.gpu.attribution import Attributed, attribute
+from tfgpu_tui.gpu.device_files import DeviceFileScanner, in_own_pid_namespace
 from tfgpu_tui.gpu.kernel_argv import kernel_connection_file
 from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
 from tfgpu_tui.gpu.proc_info import host_memory, read_info
@@ -32,7 +34,7 @@ from tfgpu_tui.gpu.proc_stat import (
     read_stat,
 )
 from tfgpu_tui.gpu.refresh import Periodic
-from tfgpu_tui.gpu.source import GpuProcess, SignalOutcome
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome
 from tfgpu_tui.own_children import argv_is_child, environ_is_child
 from tfgpu_tui.text_clean import clean_line
 
@@ -81,19 +83,6 @@ def gpus_hidden(environ: bytes | None) -> bool:
         if entry.startswith(b"CUDA_VISIBLE_DEVICES="):
             return entry.split(b"=", 1)[1].decode(errors="replace").strip().lower() in HIDDEN_GPUS
     return False
-
-
-def in_other_pid_namespace() -> bool:
-    """Whether we probably run in a container, where NVML reports host PIDs we cannot see."""
-    markers = ("/.dockerenv", "/run/.containerenv")
-    if any(os.path.exists(path) for path in markers) or os.environ.get("container"):  # noqa: SIM112
-        return True
-    try:
-        with open(f"{PROC}/1/cgroup") as handle:
-            text = handle.read()
-    except OSError:
-        return False
-    return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
 
 
 def host_stats(cpu_percent: float) -> HostStats | None:
@@ -171,6 +160,7 @@ class HostInspector:
         background: bool = True,
         clock: Callable[[], float] = time.time,
         cpu_baseline: CpuBaseline | None = None,
+        own_namespace: bool | None = None,
     ) -> None:
         self._clock = clock
         # a one-shot's CPU window opens at its baseline, before most of the program has loaded
@@ -179,7 +169,12 @@ class HostInspector:
         self._known: dict[int, _Known] = {}
         self._background = background
         self._jupyter: JupyterResolver | None = None  # with the first kernel seen (it loads an HTTP client)
-        self._other_namespace = in_other_pid_namespace()
+        # in a PID namespace of its own (a container), NVML's PIDs are joined to local processes by the device
+        # files these hold (attribution.py); on the host they are ours and nothing is scanned
+        self._own_namespace = in_own_pid_namespace() if own_namespace is None else own_namespace
+        self._scanner = DeviceFileScanner() if self._own_namespace else None
+        self._entries: frozenset[tuple[int, int]] = frozenset()  # what NVML listed at the last scan
+        self._minors: dict[int, int | None] = {}  # GPU index -> minor, as of the last reading
         self._self_pid = os.getpid()
         # the first scan runs inline (the first frame lists TensorFlow on the CPU), then per `background`
         self._cpu_first: list[int] | None = None
@@ -246,8 +241,7 @@ class HostInspector:
             stat = read_stat(pid)
         if stat is None:
             self._drop(pid)
-            state = HostState.OTHER_NAMESPACE if self._other_namespace else HostState.NO_SUCH_PROCESS
-            return ProcessRow(pid, gpu_index, memory, sm, state)
+            return ProcessRow(pid, gpu_index, memory, sm, HostState.NO_SUCH_PROCESS)
         if (
             known is None
             or known.start_ticks != stat.start_ticks
@@ -293,11 +287,78 @@ class HostInspector:
             gpus_hidden=known.gpus_hidden,
         )
 
-    def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
-        """Host details for each GPU process; rows that cannot be resolved stay, with a marker."""
-        rows = [self._row(p.pid, p.gpu_index, p.memory_mib, p.sm_percent) for p in processes]
-        self._forget_except({p.pid for p in processes} | set(self._cpu_pids()))
+    def describe(self, processes: list[GpuProcess], reading: GpuReading | None = None) -> list[ProcessRow]:
+        """Host details for each GPU process; rows that cannot be resolved stay, with a marker. In a PID
+        namespace of its own, each NVML entry is first joined to the local process it is (`reading` gives the
+        GPUs' minors, used memory and the driver version)."""
+        if self._scanner is None:
+            rows = [self._row(p.pid, p.gpu_index, p.memory_mib, p.sm_percent) for p in processes]
+        else:
+            rows = [self._attributed_row(a) for a in self._attribute(self._scanner, processes, reading)]
+        self._forget_except({row.pid for row in rows if row.local} | set(self._cpu_pids()))
         return rows
+
+    def _attribute(
+        self, scanner: DeviceFileScanner, processes: list[GpuProcess], reading: GpuReading | None
+    ) -> list[Attributed]:
+        """Join NVML's entries to local processes. Only the listed PIDs are read while each of them holds its
+        GPU's file and reports its memory (drivers from 565 inside a container); otherwise every local process
+        is, re-read only when what NVML lists has changed (a new context opens a device file)."""
+        devices = reading.devices if reading is not None else []
+        self._minors = {d.index: d.minor_number for d in devices}
+        entries = frozenset((p.gpu_index, p.pid) for p in processes)
+        if entries != self._entries:
+            scanner.invalidate()
+            self._entries = entries
+        listed = {p.pid: scanner.holding(p.pid) for p in processes}
+        direct = all(
+            (held := listed[p.pid]) is not None and self._minors.get(p.gpu_index) in held.minors
+            for p in processes
+        ) and all(p.memory_mib for p in processes)
+        if direct:
+            holders, complete = {pid: h for pid, h in listed.items() if h is not None}, True
+        else:
+            scan = scanner.scan()
+            holders, complete = scan.holders, scan.unreadable == 0
+        driver = reading.driver.driver_version if reading is not None and reading.driver else None
+        used = {d.index: d.memory_used_mib for d in devices}
+        return attribute(processes, self._minors, used, holders, complete, driver)
+
+    def _attributed_row(self, joined: Attributed) -> ProcessRow:
+        """The row of one joined entry: a local process's details, or another namespace's entry as listed
+        (never looked up here: its PID number may be an unrelated local process's)."""
+        entry = joined.process
+        if joined.local_pid is None:
+            row = ProcessRow(entry.pid, entry.gpu_index, None, None, HostState.OTHER_NAMESPACE)
+        else:
+            row = self._row(joined.local_pid, entry.gpu_index, None, None)
+        return replace(
+            row,
+            gpu_memory_mib=joined.memory_mib,
+            sm_percent=joined.sm_percent,
+            attribution=joined.basis,
+            host_pid=entry.pid if entry.pid != joined.local_pid else None,
+            memory_note=joined.memory_note,
+            memory_estimated=joined.memory_estimated,
+        )
+
+    def holds_gpu(self, pid: int, gpu_index: int) -> bool | None:
+        """Whether local process `pid` holds GPU `gpu_index`'s device file now (read afresh); None on the
+        host, where NVML's PIDs are ours and nothing needs checking, or when its minor is unknown."""
+        minor = self._minors.get(gpu_index)
+        if self._scanner is None or minor is None:
+            return None
+        held = self._scanner.holding(pid, fresh=True)
+        return held is not None and minor in held.minors
+
+    def holders_of(self, gpu_index: int) -> list[ProcessRow]:
+        """The local processes holding GPU `gpu_index`'s device file now (read afresh; empty on the host)."""
+        minor = self._minors.get(gpu_index)
+        if self._scanner is None or minor is None:
+            return []
+        self._scanner.invalidate()
+        holders = self._scanner.scan().of_minor(minor)
+        return [self._row(h.pid, gpu_index, None, None) for h in sorted(holders, key=lambda h: h.pid)]
 
     def _drop(self, pid: int) -> None:
         known = self._known.pop(pid, None)
@@ -349,15 +410,22 @@ class HostInspector:
         return self._cpu_first if latest is None else latest
 
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
-        """TensorFlow processes holding no GPU memory (not in ``exclude``), from the last background scan."""
+        """TensorFlow processes holding no GPU memory (not in ``exclude``), from the last background scan. In
+        a PID namespace of its own, one that holds a GPU's device file is on that GPU, whatever NVML says."""
         rows = []
         for pid in self._cpu_pids():
-            if pid in exclude:
+            if pid in exclude or self._holds_any_gpu(pid):
                 continue
             row = self._row(pid, None, None, None)
             if row.host_state is HostState.OK:
                 rows.append(row)
         return rows
+
+    def _holds_any_gpu(self, pid: int) -> bool:
+        if self._scanner is None:
+            return False
+        held = self._scanner.holding(pid)
+        return held is not None and held.holds_gpu
 
     # -- host and signals -----------------------------------------------------------------------------------
     def stats(self) -> HostStats | None:
@@ -371,8 +439,16 @@ class HostInspector:
         on_progress: Callable[[str], None] | None = None,
         first_signal: signal.Signals = signal.SIGTERM,
     ) -> SignalOutcome:
-        """The safe signal path of kill.py."""
-        return kill.terminate_process(row.identity, grace_seconds, on_progress, first_signal=first_signal)
+        """The safe signal path of kill.py. In a PID namespace of its own, the process must still hold the
+        row's GPU device file right before the signal (the evidence it is that GPU's process)."""
+        def still_holds() -> str | None:
+            if row.gpu_index is None or self.holds_gpu(row.pid, row.gpu_index) is not False:
+                return None
+            return f"it no longer holds GPU {row.gpu_index}'s device file: not the process that was shown"
+
+        return kill.terminate_process(
+            row.identity, grace_seconds, on_progress, first_signal=first_signal, still_valid=still_holds
+        )
 
     def close(self) -> None:
         """Drop the caches and their descriptors."""

@@ -15,7 +15,7 @@ from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.history import History
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
-from tfgpu_tui.gpu.model import HostState, NvmlUnavailable, ProcessRow, Snapshot
+from tfgpu_tui.gpu.model import Attribution, HostState, NvmlUnavailable, ProcessRow, Snapshot
 from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost, SignalResult
 from tfgpu_tui.settings import Settings
 
@@ -27,8 +27,8 @@ UNRESOLVED_REFUSALS = {
     "(end the parent process instead)",
     HostState.NO_SUCH_PROCESS: "PID {pid} does not exist on this host any more",
     HostState.NO_PERMISSION: "PID {pid} cannot be inspected (no permission), so its identity is unknown",
-    HostState.OTHER_NAMESPACE: "PID {pid} is not visible from this PID namespace: end it on the host "
-    "(or run the container with --pid=host)",
+    HostState.OTHER_NAMESPACE: "NVML's PID {pid} is no process of this container: it is another container's "
+    "or the host's, so it is not yours to end here (the provider or the host's administrator can end it)",
 }
 
 
@@ -93,7 +93,7 @@ class Sampler:
             reading = self._read()
             rows = self._describe(reading)
             with contextlib.suppress(Exception):
-                rows += self.host.cpu_tensorflow({row.pid for row in rows})
+                rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
             try:
                 host = self.host.stats()
             except Exception:
@@ -146,7 +146,7 @@ class Sampler:
 
     def _describe(self, reading: GpuReading) -> list[ProcessRow]:
         try:
-            return self.host.describe(reading.processes)
+            return self.host.describe(reading.processes, reading)
         except Exception:
             return [
                 ProcessRow(p.pid, p.gpu_index, p.memory_mib, p.sm_percent, HostState.NO_PERMISSION)
@@ -188,6 +188,12 @@ class Sampler:
         """Why this process may not be signalled, or None when it may."""
         if self.settings.readonly:
             return "Read-only mode (--readonly): no signals are sent"
+        if not row.local:
+            return UNRESOLVED_REFUSALS[HostState.OTHER_NAMESPACE].format(pid=row.nvml_pid) + (
+                " (which of this GPU's entries are this container's is not known)"
+                if row.attribution is Attribution.UNRESOLVED
+                else ""
+            )
         if row.pid <= 1:
             return f"PID {row.pid} is the init process; ending it would stop the machine or container"
         if row.pid == os.getpid():
@@ -206,14 +212,16 @@ class Sampler:
             )
         return None
 
-    def _held(self, snapshot: Snapshot | None, pid: int) -> dict[int, float | None]:
-        """GPU index -> memory the PID holds there, in a snapshot."""
+    def _held(self, snapshot: Snapshot | None, row: ProcessRow) -> dict[int, float | None]:
+        """GPU index -> memory held there by the NVML entries of the row's process, in a snapshot. Keyed by
+        NVML's PID, so that an entry attributed to another process after the kill still counts as held."""
         if snapshot is None:
             return {}
+        local = row.pid if row.local else None
         return {
             r.gpu_index: r.gpu_memory_mib
             for r in snapshot.processes
-            if r.pid == pid and r.gpu_index is not None
+            if r.gpu_index is not None and (r.nvml_pid == row.nvml_pid or (r.local and r.pid == local))
         }
 
     def kill(
@@ -227,7 +235,7 @@ class Sampler:
         refusal = self.kill_refusal(row)
         if refusal:
             return KillOutcome(row.pid, KillResult.REFUSED, refusal)
-        before = self._held(self.last, row.pid)
+        before = self._held(self.last, row)
         if not before and row.gpu_index is not None:
             before = {row.gpu_index: row.gpu_memory_mib}
         try:
@@ -246,25 +254,45 @@ class Sampler:
         for attempt in range(CONFIRM_SAMPLES):
             if attempt:
                 time.sleep(CONFIRM_DELAY_SECONDS)
-            held = self._held(self.sample(), row.pid)
+            held = self._held(self.sample(), row)
             if not held:
                 break
         gpus = ", ".join(f"GPU {i}" for i in sorted(before))
         if not held:
             known = [m for m in before.values() if m is not None]
             freed = sum(known) if known else None
-            amount = f"{freed:.0f} MiB freed" if freed is not None else "memory freed"
+            approx = "≈ " if row.memory_estimated else ""
+            amount = f"{approx}{freed:.0f} MiB freed" if freed is not None else "memory freed"
             message = f"{outcome.message}; {amount} on {gpus}"
             return KillOutcome(row.pid, KillResult.FREED, message, freed, outcome.signals_sent)
-        still = sum(m or 0.0 for m in held.values())
         return KillOutcome(
-            row.pid,
-            KillResult.STILL_HELD,
-            f"{outcome.message}, but {gpus} still lists {still:.0f} MiB for it (the driver may need a "
-            "moment, or an unreaped child still holds the context)",
-            None,
+            row.pid, KillResult.STILL_HELD, self._still_held_message(row, outcome.message, held), None,
             outcome.signals_sent,
-        )
+        )  # fmt: skip
+
+    def _still_held_message(self, row: ProcessRow, ended: str, held: dict[int, float | None]) -> str:
+        """Why the memory was not freed, plainly: the attribution may have been wrong, or another process
+        (a forked child) still holds the GPU's device file; those holders are named."""
+        gpus = ", ".join(f"GPU {i}" for i in sorted(held))
+        known = [m for m in held.values() if m is not None]
+        amount = f"{sum(known):.0f} MiB" if known else "memory"
+        entry = f"NVML's PID {row.nvml_pid}" if row.host_pid is not None else "it"
+        message = f"{ended}, but {gpus} still lists {amount} for {entry}"
+        holders_of = getattr(self.host, "holders_of", None)
+        holders = [h for gpu in sorted(held) for h in (holders_of(gpu) if holders_of else [])]
+        if row.attribution is not None and row.attribution is not Attribution.NVML:
+            message += (
+                f": the process ended was only {'probably' if row.attribution.guess else 'by elimination'} "
+                "that entry, so the attribution was wrong or another process holds the memory"
+            )
+        if holders:
+            named = ", ".join(f"PID {h.pid} ({(h.command or '?')[:40]})" for h in holders)
+            message += f"; still holding the GPU's device file here: {named} (a forked child keeps memory)"
+        elif row.attribution is None:
+            message += " (the driver may need a moment, or an unreaped child still holds the context)"
+        else:
+            message += "; no process here holds the GPU's device file any more (the driver may need a moment)"
+        return message
 
     def close(self) -> None:
         """Release NVML and caches."""

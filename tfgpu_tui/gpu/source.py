@@ -39,6 +39,7 @@ class SignalResult(str, Enum):
     PERMISSION_DENIED = "permission_denied"
     ALREADY_GONE = "already_gone"
     PID_REUSED = "pid_reused"
+    REFUSED = "refused"  # the process no longer is what the row said (it let go of the GPU's device file)
     ERROR = "error"
 
 
@@ -58,7 +59,9 @@ class SignalOutcome:
 class ProcessHost(Protocol):
     """Host-side knowledge about processes: details, CPU TensorFlow processes, host stats, signals."""
 
-    def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]: ...
+    def describe(
+        self, processes: list[GpuProcess], reading: GpuReading | None = None
+    ) -> list[ProcessRow]: ...
 
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]: ...
 
