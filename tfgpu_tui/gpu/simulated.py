@@ -273,8 +273,8 @@ class SimulatedSource:
             yield back * step, reading, rows + self._cpu_rows(at, {row.pid for row in rows})
 
     # -- ProcessHost ----------------------------------------------------------------------------------------
-    def describe(self, processes: list[GpuProcess]) -> list[ProcessRow]:
-        """Host details of simulated GPU processes."""
+    def describe(self, processes: list[GpuProcess], reading: GpuReading | None = None) -> list[ProcessRow]:
+        """Host details of simulated GPU processes (never in a container: `reading` is not needed)."""
         return self._rows(self._clock(), processes)
 
     def _rows(self, now: float, processes: list[GpuProcess]) -> list[ProcessRow]:
