@@ -99,13 +99,22 @@ async def test_q_quits() -> None:
 
 
 async def test_command_palette_switches_tab() -> None:
+    from textual.command import CommandList
+    from waiting import wait_until
+
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
         await pilot.press("ctrl+p")
         await pilot.pause()
         for char in "Show Training":
             await pilot.press("space" if char == " " else char)
-        await pilot.pause(0.3)
+        commands = app.screen.query_one(CommandList)
+
+        def highlighted() -> str:
+            index = commands.highlighted
+            return "" if index is None else str(commands.get_option_at_index(index).prompt)
+
+        # the palette adds its search results in batches (every 0.25 s): wait for the hit, not a fixed 0.3 s
+        await wait_until(pilot, lambda: highlighted().startswith("Show Training"))
         await pilot.press("enter")
-        await pilot.pause()
-        assert app.query_one(TabbedContent).active == "training"
+        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "training")
