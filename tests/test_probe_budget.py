@@ -15,7 +15,7 @@ def test_gpu_budget_is_total_minus_used(monkeypatch: pytest.MonkeyPatch) -> None
     assert budget.default_budget("GPU:0") == budget.Budget(80000.0, "free memory on GPU:0")
     assert budget.gpu_devices() == ["GPU:0"]
     missing = budget.default_budget("GPU:3")
-    assert missing.mb is None and "give a budget in MB" in missing.source
+    assert missing.mb is None and "there is no GPU:3" in missing.source and "--device CPU" in missing.source
 
 
 def test_no_driver_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
-from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
@@ -18,6 +18,7 @@ from tfgpu_tui.probe.request import (
     ProbeRequestError,
     builtin_model_names,
     normalise_device,
+    steps_per_trial,
 )
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.trial import Trial
@@ -91,6 +92,9 @@ def request_from_args(args: argparse.Namespace) -> ProbeRequest:
     device = normalise_device(args.device) if args.device else (gpu_devices() or ["CPU"])[0]
     budget_mb = args.budget_mb if args.budget_mb is not None else settings.batch_budget_mb
     source = "--budget-mb"
+    problem = device_problem(device) if budget_mb is not None else None  # else default_budget says it
+    if problem is not None:
+        raise ProbeRequestError(problem)
     if budget_mb is None:
         budget = default_budget(device)
         if budget.mb is None:
@@ -129,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr if args.json else sys.stdout
     print(
         f"Probing {request.model} on {request.device}, budget {request.budget_mb:,.0f} MB "
-        f"({request.budget_source}), {request.steps} steps per trial",
+        f"({request.budget_source}), {steps_per_trial(request.steps)}",
         file=progress,
     )
     print(

@@ -33,12 +33,43 @@ def read_gpus() -> tuple[list[DeviceSample], str]:
     return reading.devices, ""
 
 
+CPU_ALTERNATIVE = "probe the CPU with --device CPU"
+
+
+def missing_gpu(device: str, samples: list[DeviceSample], reason: str) -> str | None:
+    """Why ``GPU:N`` cannot be probed here (no GPU visible, or not that one), naming the CPU alternative;
+    None when NVML lists it (or for the CPU)."""
+    if device == "CPU":
+        return None
+    index = int(device.split(":")[1])
+    if any(s.index == index for s in samples):
+        return None
+    if not samples:
+        why = f" ({reason.rstrip('.')})" if reason else ": NVML lists no GPU"
+        return f"there is no {device} to probe{why}; {CPU_ALTERNATIVE}"
+    listed = ", ".join(f"GPU:{s.index}" for s in samples)
+    return f"there is no {device}: this machine has {len(samples)} GPU(s) ({listed}); pick one, or {CPU_ALTERNATIVE}"
+
+
+def device_problem(device: str) -> str | None:
+    """`missing_gpu` when NVML answers and does not list the device; None when it lists it, or when NVML
+    cannot be read (then the trial's child tells what TensorFlow sees)."""
+    if device == "CPU":
+        return None
+    samples, reason = read_gpus()
+    return None if reason else missing_gpu(device, samples, reason)
+
+
 def default_budget(device: str) -> Budget:
-    """What the device has free: total minus used memory for ``GPU:N``, available host memory for ``CPU``."""
+    """What the device has free: total minus used memory for ``GPU:N``, available host memory for ``CPU``;
+    ``mb`` None with the reason (the device is missing, or NVML does not report its memory)."""
     if device == "CPU":
         return Budget(psutil.virtual_memory().available / MB, "available host memory (CPU)")
     index = int(device.split(":")[1])
     samples, reason = read_gpus()
+    missing = missing_gpu(device, samples, reason)
+    if missing is not None:
+        return Budget(None, missing)
     sample = next((s for s in samples if s.index == index), None)
     if sample is None or sample.memory_total_mib is None or sample.memory_used_mib is None:
         why = reason or f"NVML does not report the memory of {device}"

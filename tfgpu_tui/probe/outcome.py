@@ -34,12 +34,14 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-def trial_from_report(batch_size: int, report: dict[str, Any], budget_mb: float) -> Trial:
-    """A trial from the child's JSON report; a peak above the budget counts as out of memory."""
+def trial_from_report(batch_size: int, report: dict[str, Any], budget_mb: float, timed: bool = True) -> Trial:
+    """A trial from the child's JSON report; a peak above the budget counts as out of memory. ``timed``:
+    the trial ran more than one step, so its step time (of the steps after the first) is a speed."""
     status = report.get("status")
     if status == "ok":
         peak = float(report["peak_mb"])
-        seconds = float(report["step_seconds"])
+        step = report.get("step_seconds")
+        seconds = float(step) if timed and isinstance(step, (int, float)) else None
         source = str(report.get("peak_source", ""))
         facts = ModelFacts.from_report(report.get("model"))
         if peak > budget_mb:

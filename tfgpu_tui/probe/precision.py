@@ -85,7 +85,7 @@ class PrecisionComparison:
         """(what, float32, mixed) rows: largest batch, recommended batch, best throughput, peak at the
         largest batch."""
         figures: list[tuple[str, Callable[[ProbeResult], object]]] = [
-            ("largest batch", lambda r: r.max_batch),
+            ("largest batch", lambda r: f"{r.max_batch:,} (cap)" if r.capped else r.max_batch),
             ("recommended batch", lambda r: r.recommended_batch),
             ("best samples/s", throughput_text),
             ("peak MB at largest", peak_at_largest),
@@ -130,7 +130,15 @@ def trial_dicts(result: ProbeResult) -> list[dict[str, object]]:
 def headline(result: ProbeResult) -> dict[str, object]:
     """The figures the comparison sets side by side."""
     full = result.as_dict()
-    keys = ("max_batch", "recommended_batch", "best_throughput", "rule_of_thumb", "error", "wall_seconds")
+    keys = (
+        "max_batch",
+        "max_batch_capped",
+        "recommended_batch",
+        "best_throughput",
+        "rule_of_thumb",
+        "error",
+        "wall_seconds",
+    )
     return {key: full[key] for key in keys} | {"peak_mb_at_max_batch": peak_at_largest(result)}
 
 

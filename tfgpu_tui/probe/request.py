@@ -13,6 +13,7 @@ DEFAULT_MODEL = "builtin:cnn"
 DEFAULT_STEPS = 3
 DEFAULT_MAX_BATCH = 8192
 DEFAULT_TRIAL_TIMEOUT_SECONDS = 300.0
+MIN_TIMED_STEPS = 2  # the first step traces and compiles: speed needs at least one more
 DEVICE_PATTERN = re.compile(r"^(CPU|GPU:\d+)$")
 FUNCTION_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -35,6 +36,11 @@ class ProbeRequest:
     python: str = sys.executable
     trial_timeout_seconds: float = DEFAULT_TRIAL_TIMEOUT_SECONDS
 
+    @property
+    def timed(self) -> bool:
+        """Whether a trial's speed is measured: only the steps after the first count (it compiles)."""
+        return self.steps >= MIN_TIMED_STEPS
+
     def resolved(self) -> ProbeRequest:
         """The request with the device normalised and a model path made absolute, after checking every
         field; raises ProbeRequestError with a message for the user."""
@@ -48,6 +54,11 @@ class ProbeRequest:
         if self.trial_timeout_seconds <= 0:
             raise ProbeRequestError("the per-trial timeout must be positive")
         return replace(self, device=device, model=check_model_spec(self.model))
+
+
+def steps_per_trial(steps: int) -> str:
+    """``1 step per trial``, ``3 steps per trial``."""
+    return f"{steps} step per trial" if steps == 1 else f"{steps} steps per trial"
 
 
 def normalise_device(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfgpu_tui.probe.request import ProbeRequest
+from tfgpu_tui.probe.request import MIN_TIMED_STEPS, ProbeRequest, steps_per_trial
 from tfgpu_tui.probe.rule_of_thumb import FORMULA, Estimate, ModelFacts, estimate, off_by, ratio_words
 from tfgpu_tui.probe.search import RECOMMENDED_FRACTION, largest_fitting
 from tfgpu_tui.probe.trial import ERROR, Trial
@@ -29,6 +29,28 @@ class ProbeResult:
         """The largest batch that ran within the budget."""
         best = largest_fitting(self.trials)
         return best.batch_size if best else None
+
+    @property
+    def capped(self) -> bool:
+        """Whether the largest batch that fits is the request's upper bound (``--max-batch``): the search
+        stopped there, and a larger batch may fit too."""
+        return self.max_batch is not None and self.max_batch >= self.request.max_batch
+
+    @property
+    def speed_note(self) -> str:
+        """Why no speed is reported (one step per trial), or empty."""
+        if self.request.timed:
+            return ""
+        return (
+            f"Speed not measured: with {steps_per_trial(self.request.steps)} the only step includes tracing "
+            f"and compilation; use --steps {MIN_TIMED_STEPS} or more for samples/s."
+        )
+
+    def largest_text(self) -> str:
+        """The largest batch that fits, with what bounds it: the budget, or the --max-batch cap."""
+        if self.capped:
+            return f"{self.max_batch} (the --max-batch cap; larger may fit)"
+        return f"{self.max_batch} ({self.request.budget_mb:,.0f} MB budget)"
 
     @property
     def recommended_batch(self) -> int | None:
@@ -113,7 +135,7 @@ class ProbeResult:
         if self.max_batch is None:
             lines.append(f"No batch size fits in {self.request.budget_mb:,.0f} MB on {self.request.device}.")
             return lines
-        lines.append(f"Largest batch that fits: {self.max_batch} ({self.request.budget_mb:,.0f} MB budget).")
+        lines.append(f"Largest batch that fits: {self.largest_text()}.")
         recommended = self.recommended_batch
         if recommended is None:
             lines.append("No trial stayed under 90 % of the budget; lower the batch or raise the budget.")
@@ -124,6 +146,8 @@ class ProbeResult:
         if best is not None:
             speed = best.samples_per_second or 0.0
             lines.append(f"Best throughput: {speed:,.0f} samples/s at batch {best.batch_size}.")
+        if self.speed_note:
+            lines.append(self.speed_note)
         lines.extend(self.rule_of_thumb_lines())
         lines.append(f"Paste: {self.snippet}")
         return lines
@@ -145,9 +169,11 @@ class ProbeResult:
             "mixed_precision": self.request.mixed_precision,
             "max_batch_bound": self.request.max_batch,
             "max_batch": self.max_batch,
+            "max_batch_capped": self.capped,
             "recommended_batch": recommended,
             "recommended_is_power_of_two": None if recommended is None else is_power_of_two(recommended),
             "best_throughput": throughput,
+            "speed_note": self.speed_note or None,
             "snippet": self.snippet,
             "cancelled": self.cancelled,
             "error": self.error or None,

@@ -116,7 +116,7 @@ class TrialRunner:
             return stopped[0]
         report = parse_report(clean_text(stdout.decode("utf-8", "replace")))
         if report is not None:
-            return trial_from_report(batch_size, report, self.request.budget_mb)
+            return trial_from_report(batch_size, report, self.request.budget_mb, self.request.timed)
         return trial_from_exit(batch_size, process.returncode, clean_text(stderr.decode("utf-8", "replace")))
 
 

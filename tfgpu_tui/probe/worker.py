@@ -5,8 +5,9 @@ dashboard with TensorFlow: TensorFlow and Keras are imported inside functions on
 `BUILTIN_MODELS` without loading them. The module uses nothing from tfgpu_tui, because the target interpreter
 need not have tfgpu_tui installed. The last stdout line is ``RESULT_MARKER`` followed by a JSON object:
 
-- ``{"status": "ok", "peak_mb": float, "peak_source": "allocator"|"rss", "step_seconds": float,
-  "model": {...}}``, ``model`` being `model_facts` (parameter counts, optimizer slots, dtypes, activations)
+- ``{"status": "ok", "peak_mb": float, "peak_source": "allocator"|"rss", "step_seconds": float | None,
+  "model": {...}}``, ``model`` being `model_facts` (parameter counts, optimizer slots, dtypes, activations);
+  ``step_seconds`` is None with one step (its time is tracing and compilation, not speed)
 - ``{"status": "exception", "phase": "setup"|"model"|"data"|"train", "type": str, "message": str}``
 - ``{"status": "no_tensorflow", "message": str}``
 """
@@ -83,7 +84,8 @@ def configure_device(tf: Any, device: str, budget_mb: float | None) -> str:
     index = int(device.split(":")[1])
     gpus = tf.config.list_physical_devices("GPU")
     if index >= len(gpus):
-        raise ProbeInputError(f"TensorFlow sees {len(gpus)} GPU(s); there is no {device}")
+        seen = f"sees only {len(gpus)} GPU(s) (GPU:0 to GPU:{len(gpus) - 1})" if gpus else "sees no GPU"
+        raise ProbeInputError(f"there is no {device}: TensorFlow {seen}; probe the CPU with --device CPU")
     tf.config.set_visible_devices([gpus[index]], "GPU")
     if budget_mb:
         config = [tf.config.LogicalDeviceConfiguration(memory_limit=int(budget_mb))]
@@ -303,8 +305,16 @@ def memory_reader(tf: Any, device: str) -> tuple[Any, Any]:
     return (lambda: tf.config.experimental.reset_memory_stats(device)), allocator_peak
 
 
+def step_time(durations: list[float]) -> float | None:
+    """The median time of the steps after the first (which traces, compiles and autotunes); None with one
+    step: its time is not a speed."""
+    timed = durations[1:]
+    return statistics.median(timed) if timed else None
+
+
 def train_steps(tf: Any, model: Any, device: str, batch_size: int, steps: int) -> dict[str, Any]:
-    """Train ``steps`` steps; peak memory and step time are taken after the first (tracing, autotuning)."""
+    """Train ``steps`` steps; peak memory and step time are taken after the first (tracing, autotuning); with
+    one step the peak includes it and no step time is reported."""
     x, y = dummy_inputs(tf, model, batch_size), dummy_labels(tf, model, batch_size)
     x_arg, y_arg = (x[0] if len(x) == 1 else x), (y[0] if len(y) == 1 else y)
     reset, peak = memory_reader(tf, device)
@@ -316,9 +326,7 @@ def train_steps(tf: Any, model: Any, device: str, batch_size: int, steps: int) -
         model.train_on_batch(x_arg, y_arg)
         durations.append(time.perf_counter() - started)
     peak_mb, source = peak()
-    timed = durations[1:] or durations
-    step_seconds = statistics.median(timed)
-    return {"status": "ok", "peak_mb": peak_mb, "peak_source": source, "step_seconds": step_seconds}
+    return {"status": "ok", "peak_mb": peak_mb, "peak_source": source, "step_seconds": step_time(durations)}
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:

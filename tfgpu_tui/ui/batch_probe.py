@@ -19,6 +19,7 @@ from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_c
 from tfgpu_tui.probe.request import (
     ProbeRequest,
     ProbeRequestError,
+    steps_per_trial,
 )
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.trial import Trial
@@ -250,7 +251,7 @@ class BatchProbeTab(DashboardTab):
         precision = f", {precision_name(request)}" if request.mixed_precision or self.compare_run else ""
         self.show_status(
             f"Probing {request.model} on {request.device}: budget {request.budget_mb:,.0f} MB "
-            f"({request.budget_source}), {request.steps} steps per trial{precision}"
+            f"({request.budget_source}), {steps_per_trial(request.steps)}{precision}"
         )
 
     def on_trial_started(self, message: TrialStarted) -> None:
