@@ -84,5 +84,6 @@ def test_a_gpu_that_is_not_there_is_named_with_the_cpu_as_the_alternative(
 
 def test_the_child_names_the_missing_gpu_and_the_cpu_too() -> None:
     fake_tf = SimpleNamespace(config=SimpleNamespace(list_physical_devices=lambda kind: []))
-    with pytest.raises(worker.ProbeInputError, match="there is no GPU:7: TensorFlow sees no GPU; probe the CPU"):
+    expected = "there is no GPU:7: TensorFlow sees no GPU; probe the CPU"
+    with pytest.raises(worker.ProbeInputError, match=expected):
         worker.configure_device(fake_tf, "GPU:7", 100.0)

@@ -48,7 +48,8 @@ def missing_gpu(device: str, samples: list[DeviceSample], reason: str) -> str | 
         why = f" ({reason.rstrip('.')})" if reason else ": NVML lists no GPU"
         return f"there is no {device} to probe{why}; {CPU_ALTERNATIVE}"
     listed = ", ".join(f"GPU:{s.index}" for s in samples)
-    return f"there is no {device}: this machine has {len(samples)} GPU(s) ({listed}); pick one, or {CPU_ALTERNATIVE}"
+    has = f"this machine has {len(samples)} GPU(s) ({listed})"
+    return f"there is no {device}: {has}; pick one, or {CPU_ALTERNATIVE}"
 
 
 def device_problem(device: str) -> str | None:
