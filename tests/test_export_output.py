@@ -132,7 +132,8 @@ def test_processes_are_bounded_to_top_n_per_gpu_plus_other(scenario, sleepers) -
     kept = sorted(top, key=top.get, reverse=True)[:3]
     assert gpu0 == {**{pid: top[pid] for pid in kept}, "other": 100.0 + 200 + 300}
     other = next(s for s in memory if s.labels["pid"] == "other")
-    assert other.labels == {"gpu": "0", "pid": "other", "user": "", "notebook": "", "command": ""}
+    empty = dict.fromkeys(("user", "notebook", "command", "host_pid", "attribution"), "")
+    assert other.labels == {"gpu": "0", "pid": "other", **empty}
     sm_other = next(s for s in found[names.PROCESS_SM].samples if s.labels["pid"] == "other")
     assert sm_other.value == 0 + 1 + 2
     assert [s.labels["pid"] for s in memory if s.labels["gpu"] == "1"] == [str(children[6].pid)]

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.gpu.model import DeviceSample, HostState, HostStats, JupyterKernel, ProcessRow, Snapshot
+from tfgpu_tui.gpu.model import (
+    Attribution,
+    DeviceSample,
+    HostState,
+    HostStats,
+    JupyterKernel,
+    ProcessRow,
+    Snapshot,
+)
 from tfgpu_tui.ui.widgets.alerts_panel import render_alerts
 from tfgpu_tui.ui.widgets.gpu_card import render_card, unavailable_tooltip
 from tfgpu_tui.ui.widgets.gpu_format import duration_text, mib_text
@@ -63,11 +71,16 @@ def test_row_cells_show_na_cpu_and_units() -> None:
 
 
 def test_unresolved_rows_are_kept_with_their_marker() -> None:
-    hidden = _process(77, gpu_memory_mib=1000.0, host_state=HostState.OTHER_NAMESPACE)
+    hidden = _process(
+        77, gpu_memory_mib=1000.0, host_state=HostState.OTHER_NAMESPACE,
+        attribution=Attribution.OTHER_NAMESPACE, host_pid=77,
+    )  # fmt: skip
     gone = _process(78, gpu_memory_mib=900.0, host_state=HostState.NO_SUCH_PROCESS)
     rows = build_process_rows(_snapshot([hidden, gone]))
     assert _pids(rows) == [77, 78]
-    assert "--pid=host" in _cell(rows, 0, "command")
+    assert _cell(rows, 0, "pid") == "N/A"  # no local PID is claimed for another namespace's entry
+    assert "[other namespace: NVML PID 77]" in _cell(rows, 0, "command")
+    assert "another container's or the host's" in _cell(rows, 0, "command")
     assert "gone" in _cell(rows, 1, "command")
     assert _cell(rows, 0, "memory") == "1000 MiB"
 

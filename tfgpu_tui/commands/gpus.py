@@ -92,11 +92,14 @@ def device_line(device: DeviceSample) -> str:
 
 
 def process_command(row: ProcessRow) -> str:
-    """The command column: the notebook for Jupyter kernels, a marker for unresolved rows."""
+    """The command column: the notebook for Jupyter kernels, a marker for unresolved rows, how a row was
+    joined to its process inside a container, and why its memory is not a reported figure."""
+    from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
     from tfgpu_tui.gpu.model import HostState
 
+    tags = "".join(f"[{tag}] " for tag in (attribution_tag(row), memory_tag(row)) if tag)
     if row.host_state is not HostState.OK:
-        return f"<{row.host_state.value}>"
+        return f"{tags}<{row.host_state.value}>"
     command = row.command or ""
     if row.jupyter is not None:
         kernel = row.jupyter
@@ -112,14 +115,16 @@ def process_command(row: ProcessRow) -> str:
         marks += "[tfgpu-tui child] "
     if row.idle_seconds is not None and row.idle_seconds >= 60:
         marks += f"[idle {idle_text(row.idle_seconds)}] "
-    return marks + command
+    return tags + marks + command
 
 
 def process_line(row: ProcessRow) -> str:
     """One row of the process table."""
     gpu = "cpu" if row.gpu_index is None else str(row.gpu_index)
+    memory = ("≈" if row.memory_estimated else "") + _num(row.gpu_memory_mib, ".0f", "-")
+    pid = "-" if row.local_pid is None else str(row.pid)
     return (
-        f"{gpu:>3} {row.pid:>8} {(row.user or '-')[:10]:<10} {_num(row.gpu_memory_mib, '.0f', '-'):>8} "
+        f"{gpu:>3} {pid:>8} {(row.user or '-')[:10]:<10} {memory:>8} "
         f"{_num(row.sm_percent, '.0f', '-'):>4} {_num(row.cpu_percent, '.0f', '-'):>5} "
         f"{_num(row.host_memory_mib, '.0f', '-'):>8} {running_text(row.running_seconds, '-'):>8}  "
         f"{process_command(row)}"

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.fleet import names
 from tfgpu_tui.fleet.hosts import TrainingSummary
-from tfgpu_tui.gpu.model import DeviceSample, HostState, HostStats, JupyterKernel, ProcessRow, Snapshot
+from tfgpu_tui.gpu.model import (
+    Attribution,
+    DeviceSample,
+    HostState,
+    HostStats,
+    JupyterKernel,
+    ProcessRow,
+    Snapshot,
+)
 
 # one sample: metric name, labels, value
 Sample = tuple[str, dict[str, str], float]
@@ -63,7 +71,7 @@ class HostSeries:
     up: bool | None = None
     unavailable: str = ""
     devices: dict[int, dict] = field(default_factory=dict)
-    processes: dict[tuple[str, str], dict] = field(default_factory=dict)
+    processes: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # by (gpu, pid, host_pid)
     host: dict[str, float] = field(default_factory=dict)
     alerts: list[Alert] = field(default_factory=list)
     training: dict[str, dict] = field(default_factory=dict)
@@ -75,7 +83,7 @@ class HostSeries:
         if name in _DEVICE_FIELDS:
             self._device(name, labels, value)
         elif name in _PROCESS_FIELDS:
-            key = (labels.get("gpu", ""), labels.get("pid", ""))
+            key = (labels.get("gpu", ""), labels.get("pid", ""), labels.get("host_pid", ""))
             self.processes.setdefault(key, {"labels": labels})[_PROCESS_FIELDS[name]] = value
         elif name == names.EXPORTER_INFO:
             self.hostname = labels.get("Hostname", "")
@@ -175,12 +183,24 @@ def _process_row(entry: dict) -> ProcessRow:
     pid_text = labels.get("pid", "")
     other = pid_text == names.OTHER
     notebook = labels.get("notebook", "")
+    host_pid_text = labels.get("host_pid", "")
+    host_pid = int(host_pid_text) if host_pid_text.isdigit() else None
+    try:
+        attribution = Attribution(labels.get("attribution", "")) if labels.get("attribution") else None
+    except ValueError:
+        attribution = None
+    if attribution is Attribution.NVML and host_pid is None:
+        attribution = None  # NVML's PID is the process's own: as on a host
+    foreign = attribution is not None and not attribution.local
+    pid = int(pid_text) if pid_text.isdigit() else (host_pid if foreign and host_pid is not None else 0)
     return ProcessRow(
-        pid=0 if other or not pid_text.isdigit() else int(pid_text),
+        pid=pid,
         gpu_index=int(gpu) if gpu.isdigit() else None,
         gpu_memory_mib=entry.get("gpu_memory_mib"),
         sm_percent=entry.get("sm_percent"),
-        host_state=HostState.OK,
+        host_state=HostState.OTHER_NAMESPACE if foreign else HostState.OK,
+        attribution=attribution,
+        host_pid=host_pid,
         user=labels.get("user") or None,
         command=OTHER_COMMAND if other else labels.get("command") or None,
         cpu_percent=entry.get("cpu_percent"),

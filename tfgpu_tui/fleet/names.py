@@ -74,7 +74,9 @@ PROCESS_GPU_MEMORY = "tfgpu_process_gpu_memory_mib"
 PROCESS_SM = "tfgpu_process_sm_percent"
 PROCESS_CPU = "tfgpu_process_cpu_percent"
 PROCESS_STALE_VRAM = "tfgpu_process_stale_vram_mib"
-PROCESS_LABELS = ("gpu", "pid", "user", "notebook", "command")
+# pid: the local PID ("" for another namespace's entry, "other" for a GPU's summed rest); host_pid: NVML's PID
+# where it differs; attribution: how the entry was joined to the process (gpu/attribution.py)
+PROCESS_LABELS = ("gpu", "pid", "user", "notebook", "command", "host_pid", "attribution")
 ALERT = "tfgpu_alert_active"
 ALERT_LABELS = ("kind", "severity", "subject")
 TRAINING_PREFIX = "tfgpu_training_"

@@ -17,7 +17,7 @@ DEFAULT_TOP = 10
 class ProcessSeries:
     """The label values and readings of one exported process row (or of a GPU's "other" bucket)."""
 
-    labels: tuple[str, str, str, str, str]  # gpu, pid, user, notebook, command (names.PROCESS_LABELS)
+    labels: tuple[str, ...]  # names.PROCESS_LABELS
     gpu_memory_mib: float | None
     sm_percent: float | None
     cpu_percent: float | None
@@ -39,9 +39,13 @@ def short_command(command: str | None) -> str:
     return text if len(text) <= COMMAND_CHARS else text[: COMMAND_CHARS - 1] + "…"
 
 
-def _labels(row: ProcessRow, gpu: str) -> tuple[str, str, str, str, str]:
+def _labels(row: ProcessRow, gpu: str) -> tuple[str, ...]:
+    """The label values: no series claims a local PID its row does not have (another namespace's entry)."""
     notebook = notebook_label(row)
-    return (gpu, str(row.pid), row.user or "", notebook, "" if notebook else short_command(row.command))
+    pid = "" if row.local_pid is None else str(row.pid)
+    host_pid = "" if row.host_pid is None else str(row.host_pid)
+    command = "" if notebook else short_command(row.command)
+    return (gpu, pid, row.user or "", notebook, command, host_pid, row.basis or "")
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -58,7 +62,7 @@ def _bucket(gpu: str, rows: list[ProcessRow], top: int, key) -> list[ProcessSeri
     if rest:
         kept.append(
             ProcessSeries(
-                (gpu, OTHER, "", "", ""),
+                (gpu, OTHER, "", "", "", "", ""),
                 _total([r.gpu_memory_mib for r in rest]),
                 _total([r.sm_percent for r in rest]),
                 _total([r.cpu_percent for r in rest]),

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tfgpu_tui.gpu.device_files import Holding
-from tfgpu_tui.gpu.model import Attribution
+from tfgpu_tui.gpu.model import Attribution, ProcessRow
 from tfgpu_tui.gpu.source import GpuProcess
 
 NOT_REPORTED = "not reported by this driver inside a container"
@@ -144,3 +144,49 @@ def _estimate_sole_holders(
                                 result.sm_percent)  # fmt: skip
         out.append(result)
     return out
+
+
+def attribution_tag(row: ProcessRow) -> str:
+    """A few words for a row's command column and `gpus`: NVML's PID where it differs, and the basis where it
+    is not NVML's own PID ("" on the host and for a local process NVML names by its own PID)."""
+    basis = row.attribution
+    if basis is None or (basis is Attribution.NVML and row.host_pid is None):
+        return ""
+    if not basis.local:
+        kind = "unresolved" if basis is Attribution.UNRESOLVED else "other namespace"
+        return f"{kind}: NVML PID {row.nvml_pid}"
+    how = "probably, by start order" if basis.guess else "by device file"
+    return f"NVML PID {row.nvml_pid}, {how}" if row.host_pid is not None else how
+
+
+def memory_tag(row: ProcessRow) -> str:
+    """Why a row's GPU memory is not a reported figure ("" when it is)."""
+    if row.memory_estimated:
+        return "memory ≈ the GPU's use"
+    return "memory not reported by this driver" if row.memory_note == NOT_REPORTED else ""
+
+
+def basis_sentence(row: ProcessRow) -> str:
+    """One plain sentence on how this row was joined to the process it names (for the kill dialog); "" on
+    the host, where NVML's PID is the process's own."""
+    basis, gpu = row.attribution, row.gpu_index
+    if basis is None:
+        return ""
+    if basis is Attribution.NVML:
+        return f"NVML lists it under this PID, and it holds GPU {gpu}'s device file."
+    if basis is Attribution.DEVICE_FILE:
+        return (
+            f"NVML lists PID {row.nvml_pid}, which is no process here; this is the only process here that "
+            f"holds GPU {gpu}'s device file, and that entry is the GPU's only one left: it is this process."
+        )
+    if basis is Attribution.START_ORDER:
+        return (
+            f"Probably: NVML lists PID {row.nvml_pid}, which is no process here; several processes here hold "
+            f"GPU {gpu}'s device file and were paired with NVML's entries by start order, which is a guess."
+        )
+    if basis is Attribution.UNRESOLVED:
+        return (
+            f"NVML's PID {row.nvml_pid} is no process here; GPU {gpu} has more entries than processes here "
+            "that hold its device file, so which entries are this container's is not known."
+        )
+    return f"NVML's PID {row.nvml_pid} is no process here, and no process here holds GPU {gpu}'s device file."

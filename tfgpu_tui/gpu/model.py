@@ -174,6 +174,14 @@ class ProcessRow:
         return self.pid if self.local else None
 
     @property
+    def basis(self) -> str | None:
+        """The attribution as the faces print it: "nvml" where NVML's PID is the process's own (the host),
+        None for a TensorFlow process on the CPU."""
+        if self.attribution is not None:
+            return self.attribution.value
+        return Attribution.NVML.value if self.gpu_index is not None else None
+
+    @property
     def nvml_pid(self) -> int:
         """The PID NVML lists for this entry."""
         return self.pid if self.host_pid is None else self.host_pid

@@ -575,7 +575,9 @@ class MonitorTab(DashboardTab):
         focused = self._focused_alert()
         pid = alert_pid(focused) if focused is not None else None
         if pid is not None:
-            index = next((i for i, row in enumerate(table.rows_shown) if row.process.pid == pid), None)
+            # an alert's "PID N" is a local process: never another namespace's entry of the same number
+            shown = enumerate(table.rows_shown)
+            index = next((i for i, row in shown if row.process.pid == pid and row.process.local), None)
             if index is None:
                 self.notify(f"PID {pid} is no longer listed.", severity="warning")
                 return

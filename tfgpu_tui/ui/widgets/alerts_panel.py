@@ -69,7 +69,7 @@ def short_title(alert: Alert) -> str:
 def with_short_titles(alerts: list[Alert], processes: list[ProcessRow]) -> list[Alert]:
     """The alerts with a short title filled in where they have none, naming the program of the process they
     are about (`CPU fallback: PID 1234 train.py`, `Stale VRAM: PID 4321 analysis.ipynb`)."""
-    programs = {f"PID {row.pid}": process_label(row) for row in processes}
+    programs = {f"PID {row.pid}": process_label(row) for row in processes if row.local}
     filled = []
     for alert in alerts:
         if not alert.short:

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, RadioButton, RadioSet, Static
 
+from tfgpu_tui.gpu.attribution import basis_sentence
 from tfgpu_tui.gpu.kill import KILL_SIGNALS
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text
@@ -32,11 +33,16 @@ def kill_plan(first: signal.Signals, grace_seconds: float) -> str:
 def kill_summary(row: ProcessRow, grace_seconds: float, first: signal.Signals = signal.SIGTERM) -> str:
     """What the dialog says: which process, whose, what it runs and holds, and what will happen."""
     gpu = "the CPU" if row.gpu_index is None else f"GPU {row.gpu_index}"
+    held = ("≈ " if row.memory_estimated else "") + mib_text(row.gpu_memory_mib)
+    if row.gpu_memory_mib is None and row.memory_note:
+        held = f"memory ({row.memory_note})"
+    basis = basis_sentence(row)
     return (
         f"PID {row.pid}   user {row.user or NA}   running {duration_text(row.running_seconds)}\n"
         f"Command: {row.command or NA}\n"
-        f"Holds {mib_text(row.gpu_memory_mib)} on {gpu}\n\n"
-        f"{kill_plan(first, grace_seconds)}"
+        f"Holds {held} on {gpu}\n"
+        + (f"Why this process: {basis}\n" if basis else "")
+        + f"\n{kill_plan(first, grace_seconds)}"
     )
 
 

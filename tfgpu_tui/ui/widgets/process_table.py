@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tfgpu_tui.durations import idle_text
+from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
 from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
 from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
 
@@ -53,7 +54,7 @@ _HOST_STATE_MARK = {
     HostState.NO_SUCH_PROCESS: "gone",
     HostState.NO_PERMISSION: "no permission",
     HostState.ZOMBIE: "zombie",
-    HostState.OTHER_NAMESPACE: "other PID namespace: run the container with --pid=host",
+    HostState.OTHER_NAMESPACE: "another container's or the host's",
 }
 
 Cells = tuple["str | Text", ...]
@@ -95,11 +96,15 @@ def _command_text(
     command: str | None,
     idle_minutes: int = 0,
     own_child: bool = False,
+    tags: tuple[str, ...] = (),
 ) -> Text:
     """Cached: a process's command rarely changes, and building Text for hundreds of rows each tick adds up.
     Always Text, never str, so that brackets in a command line are not read as markup. `idle_minutes`: how
-    long it has held GPU memory at 0 % SM (shown from 1 min); `own_child`: a tfgpu-tui probe child."""
+    long it has held GPU memory at 0 % SM (shown from 1 min); `own_child`: a tfgpu-tui probe child; `tags`:
+    inside a container, how the row was joined to its process and why its memory is not a reported figure."""
     text = Text()
+    for tag in tags:
+        text.append(f"[{tag}] ", style=CELL_STYLES["marker"])
     mark = _HOST_STATE_MARK.get(host_state)
     if mark:
         text.append(f"[{mark}] ", style=CELL_STYLES["marker"])
@@ -133,18 +138,21 @@ def _tf_mark(loaded: bool | None) -> str | Text:
 
 def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
     other = process.uid is not None and process.uid != own_uid
+    tags = tuple(tag for tag in (attribution_tag(process), memory_tag(process)) if tag)
+    memory = mib_text(process.gpu_memory_mib)
     return (
-        str(process.pid),
+        NA if process.local_pid is None else str(process.pid),
         _user_text(process.user or NA, other),
         "CPU" if process.gpu_index is None else str(process.gpu_index),
-        mib_text(process.gpu_memory_mib),
+        "≈" + memory if process.memory_estimated else memory,
         number_text(process.sm_percent),
         number_text(process.cpu_percent),
         mib_text(process.host_memory_mib),
         duration_text(process.running_seconds),
         _tf_mark(process.tensorflow_loaded),
         _command_text(
-            process.host_state, process.jupyter, process.command, _idle_minutes(process), process.own_child
+            process.host_state, process.jupyter, process.command, _idle_minutes(process), process.own_child,
+            tags,
         ),
     )
 
