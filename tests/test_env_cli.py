@@ -13,7 +13,7 @@ from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
 
-EXIT_FOR_STATUS = {"ok": 0, "warning": 1, "failure": 2}
+EXIT_FOR_STATUS = {"ok": 0, "warning": 1, "failure": 3}  # 2 is a bad command line
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
@@ -23,7 +23,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]
 
 def test_missing_interpreter_gives_findings_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = run_json(capsys, "--python", "/nonexistent/python")
-    assert code == 2 and data["status"] == "failure"
+    assert code == 3 and data["status"] == "failure"
     found = {finding["id"]: finding for finding in data["findings"]}
     assert found["python_env"]["status"] == "failure"
     assert "No Python interpreter at /nonexistent/python" in found["tensorflow"]["detail"]
@@ -33,7 +33,7 @@ def test_missing_interpreter_gives_findings_not_a_traceback(capsys: pytest.Captu
 def test_global_python_option_is_used(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--python", "/nonexistent/python2", "check", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 2 and data["facts"]["python"] == "/nonexistent/python2"
+    assert code == 3 and data["facts"]["python"] == "/nonexistent/python2"
 
 
 def test_bad_timeout_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,6 +42,39 @@ def test_bad_timeout_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "--timeout: must be between" in error and "(got 0)" in error
+
+
+def test_a_failed_check_and_a_bad_command_line_exit_differently(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    """Both were 2: a script could not tell a broken environment from a typo."""
+    failed = main(["check", "--json", "--python", "/nonexistent/python"])
+    assert json.loads(capsys.readouterr().out)["status"] == "failure"
+    with pytest.raises(SystemExit) as usage:
+        main(["check", "--no-such-option"])
+    unwritable = main(
+        ["check", "--python", "/nonexistent/python", "--record", str(tmp_path / "no" / "x.json")]
+    )
+    assert (failed, usage.value.code, unwritable) == (3, 2, 2)
+
+
+def test_without_python_it_checks_what_the_environment_tab_checks(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The help said "default: the one running tfgpu-tui"; the Environment tab follows env/targets.py."""
+    from tfgpu_tui.env import targets
+
+    monkeypatch.setattr(
+        targets,
+        "find_candidates",
+        lambda own: [targets.Candidate("/nonexistent/venv/python", "$VIRTUAL_ENV", "2.21.0")],
+    )
+    monkeypatch.setattr(targets, "with_versions", lambda candidates: candidates)
+    code = main(["check", "--timeout", "5"])
+    captured = capsys.readouterr()
+    assert code == 3
+    first = captured.err.splitlines()[0]
+    assert first == "tfgpu-tui check: checking /nonexistent/venv/python ($VIRTUAL_ENV: TensorFlow 2.21.0)"
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +117,7 @@ def test_real_check_json_and_exit_code(capsys: pytest.CaptureFixture[str]) -> No
 def test_record_writes_a_replayable_recording(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "env.json"
     code = main(["check", "--python", "/nonexistent/python", "--record", str(path)])
-    assert code == 2 and "Result: failure" in capsys.readouterr().out
+    assert code == 3 and "Result: failure" in capsys.readouterr().out
     facts, probe = load_recording(path)
     assert facts.interpreter.error.startswith("No Python interpreter")
     assert probe.outcome.error_kind == "interpreter_missing"

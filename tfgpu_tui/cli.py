@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +14,23 @@ from pathlib import Path
 from tfgpu_tui import __version__
 from tfgpu_tui.commands import COMMAND_MODULES, commands_needed
 from tfgpu_tui.config_file import apply_config, load_config
+from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import INTERVAL, Range, Settings
+
+# Option help said once, for every parser that takes the option (README's Commands table says the same).
+PYTHON_CHAIN = (
+    "the one a running TensorFlow job uses, else $VIRTUAL_ENV's or $CONDA_PREFIX's, else python3 on PATH, "
+    "else tfgpu-tui's own"
+)
+PYTHON_OWN = "the one running tfgpu-tui"
+DASHBOARD_PYTHON_HELP = (
+    f"Python whose TensorFlow the Environment tab checks (default: {PYTHON_CHAIN}) and the Batch probe "
+    f"uses (default: {PYTHON_OWN})"
+)
+LOG_HELP = "training log to follow (default: train.log in the current directory, or the settings file's)"
+CHECKPOINTS_HELP = (
+    "where training writes checkpoints (default: next to the log and under its writer's directory)"
+)
 
 
 def number_in(bounds: Range, unit: str = "") -> Callable[[str], float]:
@@ -96,14 +114,41 @@ def add_access_options(
     )
 
 
-def add_python_option(parser: argparse.ArgumentParser) -> None:
-    """`--python PATH`: the interpreter whose TensorFlow is inspected or used."""
+def add_python_option(
+    parser: argparse.ArgumentParser,
+    help_text: str = f"Python interpreter whose TensorFlow to use (default: {PYTHON_OWN})",
+) -> None:
+    """`--python PATH`: the interpreter whose TensorFlow is inspected or used (`help_text` says which
+    default)."""
     parser.add_argument(
         "--python",
         metavar="PATH",
         default=argparse.SUPPRESS,  # a subcommand's parser must not reset a value given before it
-        help="Python interpreter whose TensorFlow to use (default: the one running tfgpu-tui)",
+        help=help_text,
     )
+
+
+def add_dashboard_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The options a dashboard runs with: at the top level, and after `serve` (its sessions are dashboards),
+    where SUPPRESS keeps a value given before the subcommand from being reset by this parser's default."""
+    unset = argparse.SUPPRESS if after_command else None
+    flag = argparse.SUPPRESS if after_command else False
+    parser.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=unset,
+        metavar="SECONDS",
+        help=f"refresh interval (default 1, {INTERVAL.describe()})",
+    )
+    parser.add_argument(
+        "--readonly", action="store_true", default=flag, help="never send signals to processes"
+    )
+    parser.add_argument(
+        "--demo", action="store_true", default=flag, help="use a simulated GPU source (shown as SIMULATED)"
+    )
+    parser.add_argument("--log", metavar="PATH", type=Path, default=unset, help=LOG_HELP)
+    parser.add_argument("--checkpoints", metavar="DIR", type=Path, default=unset, help=CHECKPOINTS_HELP)
+    add_python_option(parser, DASHBOARD_PYTHON_HELP)
 
 
 def add_fleet_options(parser: argparse.ArgumentParser) -> None:
@@ -131,15 +176,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "Without a subcommand, starts the interactive dashboard.",
     )
     parser.add_argument("--version", action="version", version=f"tfgpu-tui {__version__}")
-    parser.add_argument(
-        "--interval",
-        type=interval_seconds,
-        default=None,
-        metavar="SECONDS",
-        help=f"refresh interval (default 1, {INTERVAL.describe()})",
-    )
-    parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
-    parser.add_argument("--demo", action="store_true", help="use a simulated GPU source (shown as SIMULATED)")
+    add_dashboard_options(parser)
     parser.add_argument(
         "--demo-gpus",
         type=int,
@@ -148,11 +185,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         metavar="N",
         help="simulate N GPUs, 2-16 (implies --demo; default 2)",
     )
-    parser.add_argument("--log", metavar="PATH", type=Path, default=None, help="training log to follow")
-    parser.add_argument(
-        "--checkpoints", metavar="DIR", type=Path, default=None, help="where training writes checkpoints"
-    )
-    add_python_option(parser)
     add_fleet_options(parser)
     add_access_options(parser)
     names = COMMAND_MODULES if argv is None else commands_needed(parser, argv)
@@ -198,6 +230,40 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def interpreter_refusal(python: str) -> str | None:
+    """Why `python` (a path, or a name looked up on PATH) is not an interpreter that can be run, or None."""
+    found = shutil.which(python) if os.sep not in python else python
+    if found is None:
+        return f"--python {python}: no such interpreter on PATH"
+    if not os.path.isfile(found) or not os.access(found, os.X_OK):
+        what = "does not exist" if not os.path.exists(found) else "is not an executable file"
+        return f"--python {python}{'' if found == python else f' ({found})'} {what}"
+    return None
+
+
+def dashboard_option_refusal(args: argparse.Namespace) -> str | None:
+    """Why a dashboard cannot run with these `--python` / `--log` options, or None (also checked by `serve`
+    for its sessions). A log that does not exist yet is fine: training may not have started."""
+    from tfgpu_tui.access import special_file_refusal
+
+    python = getattr(args, "python", None)
+    if python and (refusal := interpreter_refusal(python)):
+        return refusal
+    log = getattr(args, "log", None)
+    if log is not None and (refusal := special_file_refusal(log)):
+        return f"--log {refusal}"
+    return None
+
+
+def dashboard_refusal(args: argparse.Namespace) -> str | None:
+    """Why the dashboard cannot start, said before the screen opens; None when it can."""
+    refusal = dashboard_option_refusal(args)
+    if refusal is None and "TEXTUAL_DRIVER" not in os.environ and not sys.stdin.isatty():
+        # textual-serve's sessions (and tests) name their driver; anything else needs a terminal.
+        return "the dashboard needs a terminal (stdin is not a tty); scripts can use: tfgpu-tui gpus --json"
+    return refusal
+
+
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
     gpu/sampler_start.py)."""
@@ -224,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         if args.command is None:
+            refusal = dashboard_refusal(args)
+            if refusal is not None:
+                print(f"tfgpu-tui: {refusal}", file=sys.stderr)
+                return EXIT_USAGE
             return run_app(settings_from_args(args))
         return int(args.func(args))
     except KeyboardInterrupt:

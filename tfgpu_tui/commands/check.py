@@ -1,6 +1,7 @@
 """`tfgpu-tui check`: does TensorFlow really use the GPU, and if not, why.
 
-Exit status 0 when all is ok, 1 with warnings, 2 with a failure.
+Exit status 0 when all is ok, 1 with warnings, 3 with a failed check; 2 is a bad command line (argparse's
+code, and a --record file that cannot be written).
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import json
 import sys
 from pathlib import Path
 
-from tfgpu_tui.cli import number_in
+from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, number_in
 from tfgpu_tui.env.check_run import CheckRun, run_check
-from tfgpu_tui.env.findings import EnvReport
+from tfgpu_tui.env.findings import EnvReport, Status
 from tfgpu_tui.env.recorded import recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
+from tfgpu_tui.exit_status import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, EXIT_OK, EXIT_USAGE
 from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
+
+EXIT_FOR_WORST = {Status.OK: EXIT_OK, Status.WARNING: EXIT_CHECK_WARNINGS, Status.FAILURE: EXIT_CHECK_FAILED}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,13 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check that TensorFlow can use the GPU (driver, build, libraries, devices)",
         description="Run every environment check and print the findings with their fixes. TensorFlow is "
         "inspected by a probe run with the target interpreter. "
-        "Exit status: 0 all ok, 1 warnings, 2 a failure.",
+        f"Exit status: {EXIT_OK} all ok, {EXIT_CHECK_WARNINGS} warnings, {EXIT_CHECK_FAILED} a failed check, "
+        f"{EXIT_USAGE} a bad command line.",
     )
-    parser.add_argument(
-        "--python",
-        metavar="PATH",
-        default=argparse.SUPPRESS,
-        help="Python interpreter whose TensorFlow to check (default: the one running tfgpu-tui)",
+    add_python_option(
+        parser,
+        f"Python interpreter whose TensorFlow to check (default, as the Environment tab: {PYTHON_CHAIN})",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON object: status, findings, facts")
@@ -71,19 +74,24 @@ def _write_recording(path: Path, result: CheckRun) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the checks; print text, Markdown or JSON; return 0/1/2."""
+    """Run the checks on the interpreter the Environment tab would check; print text, Markdown or JSON;
+    return the exit status for the worst finding."""
     from tfgpu_tui.cli import settings_from_args
+    from tfgpu_tui.env.targets import resolve_target
 
     settings = settings_from_args(args)
     timeout = args.timeout or settings.env_check_timeout_seconds
-    run_result = run_check(settings.python, timeout, on_fast=None if args.json else _print_fast)
+    target = resolve_target(settings.python)
+    if not args.json:
+        print(f"tfgpu-tui check: checking {target.python} ({target.why})", file=sys.stderr)
+    run_result = run_check(target.python, timeout, on_fast=None if args.json else _print_fast)
     report = run_result.report
     if args.record is not None and not _write_recording(args.record, run_result):
-        return 2
+        return EXIT_USAGE
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=str))
     elif args.markdown:
         print(report_markdown(report))
     else:
         print(report_text(report))
-    return report.exit_code()
+    return EXIT_FOR_WORST[report.worst]

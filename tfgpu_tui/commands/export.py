@@ -10,9 +10,10 @@ import sys
 import threading
 from pathlib import Path
 
+from tfgpu_tui.exit_status import EXIT_USAGE
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged
-EXIT_USAGE = 2
 PUBLIC_WARNING = (
     "WARNING: exporting on {host}:{port}, reachable from other machines. The metrics name users, commands, "
     "notebooks and log paths.{auth} Prefer the default loopback address and scrape through an SSH tunnel "
@@ -72,8 +73,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
-    """Why these options cannot be used, or None."""
+    """Why these options cannot be used, or None. Each --log gets `log PATH`'s checks (a log that does not
+    exist yet is followed once it appears)."""
+    from tfgpu_tui.access import special_file_refusal
     from tfgpu_tui.fleet.server import is_loopback
+
+    for log in args.logs:
+        refusal = special_file_refusal(log)
+        if refusal is not None:
+            return f"--log {refusal}"
 
     if not 0 <= args.port <= 65535:
         return f"--port must be between 0 and 65535 (got {args.port})"

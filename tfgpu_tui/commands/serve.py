@@ -20,7 +20,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tfgpu_tui.access import policy_from_settings
-from tfgpu_tui.cli import add_access_options, interval_seconds, settings_from_args, whole_in
+from tfgpu_tui.cli import (
+    add_access_options,
+    add_dashboard_options,
+    dashboard_option_refusal,
+    settings_from_args,
+    whole_in,
+)
+from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import Range, Settings
 from tfgpu_tui.web_server import TOKEN_ENV_VAR, DashboardServer, Token, is_loopback
 
@@ -28,7 +35,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 3
 MAX_SESSIONS = Range(1, 64)
-EXIT_USAGE = 2
 MIN_TOKEN_CHARS = 16
 PUBLIC_WARNING = (
     "WARNING: serving on {host}:{port}, reachable from other machines. Whoever has the token sees the GPU's "
@@ -139,25 +145,6 @@ def session_command(arguments: list[str], python: str | None = None) -> list[str
     return [python or sys.executable, "-m", "tfgpu_tui", *arguments]
 
 
-def _add_dashboard_options(parser: argparse.ArgumentParser) -> None:
-    """The global dashboard options, accepted after `serve` too. SUPPRESS keeps a value given before
-    `serve` from being overwritten by this parser's default."""
-    quiet = argparse.SUPPRESS
-    parser.add_argument("--demo", action="store_true", default=quiet, help="serve the simulated GPU source")
-    parser.add_argument(
-        "--interval", type=interval_seconds, default=quiet, metavar="SECONDS", help="refresh interval"
-    )
-    parser.add_argument("--readonly", action="store_true", default=quiet, help="sessions never send signals")
-    parser.add_argument("--log", metavar="PATH", type=Path, default=quiet, help="training log to follow")
-    parser.add_argument(
-        "--checkpoints", metavar="DIR", type=Path, default=quiet, help="where training writes checkpoints"
-    )
-    parser.add_argument(
-        "--python", metavar="PATH", default=quiet, help="Python interpreter whose TensorFlow to use"
-    )
-    add_access_options(parser, default=quiet, least_privilege_switch=False)
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `serve` subcommand."""
     parser = subparsers.add_parser(
@@ -190,7 +177,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"browser sessions open at once (default {DEFAULT_MAX_SESSIONS}, {MAX_SESSIONS.describe()})",
     )
-    _add_dashboard_options(parser)
+    add_dashboard_options(parser, after_command=True)  # global options given after `serve`, for the sessions
+    add_access_options(parser, default=argparse.SUPPRESS, least_privilege_switch=False)
     parser.set_defaults(func=run)
 
 
@@ -199,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_bind(args.host, args.port, args.public)
         check_public_url(args.public_url)
+        refusal = dashboard_option_refusal(args)  # a session could not start with them
+        if refusal is not None:
+            raise ServeError(refusal)
         token = load_token(args.token_file)
     except ServeError as error:
         print(f"tfgpu-tui serve: {error}", file=sys.stderr)
