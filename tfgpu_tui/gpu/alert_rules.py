@@ -30,6 +30,11 @@ FALLBACK_IDLE_FIX = (
     "up the input pipeline (`dataset.prefetch(tf.data.AUTOTUNE)`, `num_parallel_calls`)"
 )
 UNATTRIBUTED_MIN_MIB = 2048.0
+UNATTRIBUTED_IN_CONTAINER_FIX = (
+    "Inside this container the driver lists only this container's processes: the rest is another "
+    "container's or the host's. If you rent this GPU whole, ask the provider to free it (or restart the "
+    "instance); on a shared server, the host's administrator can find it with `sudo fuser -v /dev/nvidia*`"
+)
 UNATTRIBUTED_FIX = (
     "Processes in other containers or PID namespaces, or ones this user may not list, can hold it: on the "
     "host run `sudo fuser -v /dev/nvidia*` (or `sudo lsof /dev/nvidia*`)"
@@ -115,6 +120,7 @@ class AlertRules:
         self._starvation_means: dict[ProcessKey, RollingMeans] = {}
         self.zero_util_seconds: dict[int, float] = {}  # GPU -> seconds at 0 % while TensorFlow holds memory
         self.idle_seconds: dict[ProcessKey, float] = {}  # process -> seconds holding memory at 0 % SM
+        self.own_pid_namespace = False  # inside a container: NVML's lists omit other namespaces' processes
 
     def evaluate(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         """The alerts that hold now: what needs action first (worst first), then advice."""
@@ -416,7 +422,7 @@ class AlertRules:
                         "unattributed_vram",
                         Severity.INFO,
                         f"GPU {device.index}: {missing:.0f} MiB in use is not held by any listed process",
-                        UNATTRIBUTED_FIX,
+                        UNATTRIBUTED_IN_CONTAINER_FIX if self.own_pid_namespace else UNATTRIBUTED_FIX,
                         f"GPU {device.index}",
                     )
                 )

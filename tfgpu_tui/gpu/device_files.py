@@ -54,19 +54,15 @@ class Holding:
 
 
 def _minor_of(target: str, link: str) -> int | None:
-    """The GPU minor of an open file: its device number where it is NVIDIA's character device, else the N of a
-    `/dev/nvidiaN` path (the test stand-ins are regular files); None for anything else."""
-    if not target.startswith("/dev/"):
-        return None
+    """The GPU minor of an open `/dev/nvidia*` file: its device number where it is NVIDIA's character device
+    (major 195, minor 0-247), else the N of a `/dev/nvidiaN` name (the test stand-ins are regular files);
+    None for nvidiactl, nvidia-uvm and the like."""
     try:
         info = os.stat(link)
     except OSError:
         info = None
-    if info is not None and stat.S_ISCHR(info.st_mode):
-        if os.major(info.st_rdev) == NVIDIA_MAJOR and os.minor(info.st_rdev) in GPU_MINORS:
-            return os.minor(info.st_rdev)
-        if os.major(info.st_rdev) == NVIDIA_MAJOR:
-            return None
+    if info is not None and stat.S_ISCHR(info.st_mode) and os.major(info.st_rdev) == NVIDIA_MAJOR:
+        return os.minor(info.st_rdev) if os.minor(info.st_rdev) in GPU_MINORS else None
     match = _GPU_PATH.match(os.fsencode(target))
     return int(match.group(1)) if match else None
 
@@ -89,7 +85,7 @@ def scan_process(pid: int, proc: str = PROC) -> Holding | None:
             target = os.readlink(link)
         except OSError:
             continue
-        if not target.startswith("/dev/"):
+        if not target.startswith("/dev/nvidia"):  # libnvidia-container names every node so
             continue
         minor = _minor_of(target, link)
         if minor is not None:

@@ -63,6 +63,7 @@ class Sampler:
         self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
+        self.rules.own_pid_namespace = bool(getattr(host, "own_pid_namespace", False))
         self.last: Snapshot | None = None
         self._static_alerts: list[Alert] | None = None
         self._lock = threading.Lock()
