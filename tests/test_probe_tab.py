@@ -1,4 +1,5 @@
-"""The Batch probe tab, driven through the pilot with a fake worker (no TensorFlow, fast)."""
+"""The Batch probe tab, driven through the pilot with a fake worker (no TensorFlow, fast); without --demo,
+whose probe is simulated (tests/test_demo_machine.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ async def start_with_budget(app: TfgpuApp, pilot, budget: str) -> BatchProbeTab:
 
 
 async def test_probe_runs_and_shows_trials_plot_and_summary() -> None:
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
         await wait_until(pilot, lambda: tab.result is not None, timeout=10)
@@ -61,8 +62,9 @@ async def test_probe_runs_and_shows_trials_plot_and_summary() -> None:
         assert app.clipboard == tab.result.snippet
 
 
-async def test_default_budget_is_filled_in_and_said() -> None:
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+async def test_default_budget_is_filled_in_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tfgpu_tui.ui.batch_probe.gpu_devices", lambda: [])  # the CPU, GPUs here or not
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "")
         await wait_until(pilot, lambda: tab.result is not None, timeout=10)
@@ -81,7 +83,7 @@ async def test_default_budget_is_filled_in_and_said() -> None:
     ],
 )
 async def test_bad_input_gets_a_message_and_nothing_starts(field: str, value: str, expected: str) -> None:
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         app.query_one("#probe-budget", Input).value = "100"
@@ -96,7 +98,7 @@ async def test_bad_input_gets_a_message_and_nothing_starts(field: str, value: st
 
 async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_PROBE_MODE", "hang")
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
         await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1, timeout=10)
@@ -117,7 +119,7 @@ async def test_tensorflow_missing_shows_an_error_and_a_header_alert(tmp_path: Pa
     python = tmp_path / "python-without-tf"
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
     python.chmod(0o755)
-    app = TfgpuApp(Settings(demo=True, python=str(python)), initial_tab="probe")
+    app = TfgpuApp(Settings(python=str(python)), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
         await wait_until(pilot, lambda: tab.result is not None, timeout=10)
@@ -130,7 +132,7 @@ async def test_tensorflow_missing_shows_an_error_and_a_header_alert(tmp_path: Pa
 
 async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tfgpu_tui.ui.batch_probe.gpu_devices", lambda: ["GPU:0", "GPU:1"])
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         select = app.query_one("#probe-device", Select)
         await wait_until(pilot, lambda: select.value == "GPU:0", timeout=10)
@@ -144,7 +146,7 @@ async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPat
 async def test_tab_compares_precisions_and_warns_on_an_old_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tfgpu_tui.ui.batch_probe.gpu_devices", lambda: ["GPU:0"])
     monkeypatch.setattr(precision, "read_gpu_facts", lambda: ([PASCAL_GPU], ""))
-    app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+    app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(180, 50)) as pilot:
         tab = app.query_one(BatchProbeTab)
         select = app.query_one("#probe-device", Select)

@@ -1,6 +1,7 @@
 """Recorded environments: facts and probe output saved as JSON, replayed without a GPU or TensorFlow.
 
-Used by the tests (``tests/fixtures/env/*.json``) and the `--demo` Environment tab. A recording holds
+Used by the tests (``tests/fixtures/env/*.json``) and, put on the simulated machine by env/simulated.py, the
+`--demo` Environment tab. A recording holds
 ``nvml``, ``interpreter``, ``system_libraries``, ``ld_library_path``, ``ld_library_dirs``, ``env_vars``,
 ``nvcc`` (the shape of ``EnvFacts.as_dict()``) plus ``probe`` (the probe's JSON object, or null when it
 failed), ``probe_error`` ({kind, message}), ``stderr`` and ``retry_stderr`` (null when there was no re-run).
@@ -77,10 +78,16 @@ def load_recording(path: Path) -> tuple[EnvFacts, ProbeRun]:
     return facts_from_dict(data), probe_from_dict(data)
 
 
-def demo_recording() -> tuple[EnvFacts, ProbeRun]:
-    """The shipped demo environment (a GPU machine with problems worth showing), for `--demo`."""
+def demo_recording_dict() -> dict[str, Any]:
+    """The shipped demo recording (a GPU machine with problems worth showing) as plain data; `--demo` puts
+    it on the simulated machine (env/simulated.py)."""
     text = resources.files("tfgpu_tui.data").joinpath(DEMO_RECORDING).read_text(encoding="utf-8")
-    data = json.loads(text)
+    return json.loads(text)
+
+
+def demo_recording() -> tuple[EnvFacts, ProbeRun]:
+    """The shipped demo recording as it was recorded (tests use it as a fixture)."""
+    data = demo_recording_dict()
     return facts_from_dict(data), probe_from_dict(data)
 
 

@@ -7,6 +7,10 @@ deterministically with time; ``past_samples`` replays the last minutes so a demo
 and with the alerts whose window has already passed. Killing a simulated process acts on the simulation only.
 ``SimulatedSource(gpus=8, processes_per_gpu=64)`` builds a large scene for benchmarks (without a replay); its
 processes' memory always fits on their card.
+
+`DEMO_MACHINE` describes the one simulated machine of ``--demo``: its GPUs, driver and Python. The GPU
+simulation, the Environment tab's demo (env/simulated.py) and the simulated batch probe (probe/simulated.py)
+all read it, so every tab tells of the same machine.
 """
 
 from __future__ import annotations
@@ -34,6 +38,57 @@ from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample, SignalOutco
 
 BASE_USED_MIB = 420.0
 RUNTIME_DIR = "~/.local/share/jupyter/runtime"
+
+
+@dataclass(frozen=True)
+class SimulatedMachine:
+    """The simulated machine: what its GPUs are, which driver runs them, which Python trains on them."""
+
+    gpu_name: str = "NVIDIA A100-SXM4-80GB"
+    gpu_memory_mib: float = 81920.0
+    power_limit_w: float = 400.0
+    compute_capability: tuple[int, int] = (8, 0)
+    driver_version: str = "560.35.03"
+    cuda_driver_version: str = "12.6"
+    python_prefix: str = "~/venvs/tf"  # the training environment, under the user's home
+    python_version: str = "3.11.9"
+
+    @property
+    def nvml_version(self) -> str:
+        """NVML's version string, as the driver reports it."""
+        return f"12.{self.driver_version}"
+
+    @property
+    def python(self) -> str:
+        """The training environment's interpreter."""
+        return os.path.join(os.path.expanduser(self.python_prefix), "bin", "python")
+
+    def driver(self) -> DriverInfo:
+        """The driver as the simulated source reports it (marked simulated)."""
+        return DriverInfo(f"{self.driver_version} (simulated)", self.cuda_driver_version, self.nvml_version)
+
+    def gpu_uuid(self, index: int) -> str:
+        """A stable, obviously made-up UUID for GPU `index`."""
+        return f"GPU-5157a7ed-0000-4000-8000-{index:012d}"
+
+    def devices(self, count: int) -> list[DeviceInfo]:
+        """The static facts of `count` GPUs (persistence mode off, as on most rented machines)."""
+        return [
+            DeviceInfo(
+                index,
+                self.gpu_name,
+                self.gpu_uuid(index),
+                self.gpu_memory_mib,
+                self.power_limit_w,
+                self.compute_capability,
+                False,
+                f"00000000:{index + 1:02X}:00.0",
+            )
+            for index in range(count)
+        ]
+
+
+DEMO_MACHINE = SimulatedMachine()
 
 
 @dataclass
@@ -76,7 +131,9 @@ class SimulatedSource:
         gpus: int = 2,
         processes_per_gpu: int | None = None,
         clock: Callable[[], float] = time.time,
+        machine: SimulatedMachine = DEMO_MACHINE,
     ) -> None:
+        self.machine = machine
         self._clock = clock
         self._lock = threading.Lock()
         self._user = getpass.getuser()
@@ -110,7 +167,11 @@ class SimulatedSource:
         self, now: float, count: int = 2
     ) -> tuple[list[_SimGpu], list[_SimProcess], list[_SimProcess]]:
         """The two-GPU story; with `count` > 2, each further GPU runs one busy training worker."""
-        gpus = [_SimGpu("NVIDIA A100-SXM4-80GB", 81920.0, 400.0, fan=False) for _ in range(max(2, count))]
+        machine = self.machine
+        gpus = [
+            _SimGpu(machine.gpu_name, machine.gpu_memory_mib, machine.power_limit_w, fan=False)
+            for _ in range(max(2, count))
+        ]
         kernel_id = "6f1c2a9e-4b1d-4c83-9a57-2e0d5b7c1f42"
         runtime = os.path.expanduser(RUNTIME_DIR)
         other_uid = 1001 if self._uid != 1001 else 1002
@@ -249,8 +310,7 @@ class SimulatedSource:
                     unavailable={} if gpu.fan else {"fan": "not supported (passively cooled)"},
                 )
             )
-        driver = DriverInfo("550.127.05 (simulated)", "12.4", "12.550.127.05")
-        return GpuReading(None, driver, devices, processes)
+        return GpuReading(None, self.machine.driver(), devices, processes)
 
     def close(self) -> None:
         """Nothing to release."""

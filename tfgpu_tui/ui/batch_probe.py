@@ -14,7 +14,7 @@ from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.probe.budget import default_budget, gpu_devices
+from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     ProbeRequest,
@@ -22,6 +22,7 @@ from tfgpu_tui.probe.request import (
     steps_per_trial,
 )
 from tfgpu_tui.probe.result import ProbeResult
+from tfgpu_tui.probe.simulated import SimulatedGpus, SimulatedTrialRunner, simulated_comparison
 from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.settings import Settings
@@ -33,6 +34,10 @@ from tfgpu_tui.ui.widgets.styled_text import ERROR, StyledText
 from tfgpu_tui.ui.widgets.trials_table import TrialsTable
 
 START_HINT = "Set the model and budget, then Start (ctrl+r). Each trial is a fresh process."
+DEMO_HINT = (
+    "Set the model and budget, then Start (ctrl+r). Trials are computed from the simulated GPUs' free "
+    "memory: no TensorFlow runs."
+)
 
 
 class ProbeStarted(Message):
@@ -91,11 +96,12 @@ class BatchProbeTab(DashboardTab):
         self.result: ProbeResult | None = None
         self.comparison: PrecisionComparison | None = None
         self.compare_run = False
+        self.simulated: SimulatedGpus | None = None  # --demo: the simulated GPUs the trials are computed on
 
     def compose(self) -> ComposeResult:
         budget = "" if self.settings.batch_budget_mb is None else str(self.settings.batch_budget_mb)
         yield ProbeForm(budget, id="probe-form")
-        yield Static(START_HINT, id="probe-status")
+        yield Static(id="probe-status")
         with Horizontal(id="probe-body"):
             yield TrialsTable(id="probe-trials")
             yield ProbePlot(id="probe-plot")
@@ -104,6 +110,10 @@ class BatchProbeTab(DashboardTab):
             yield Static(id="probe-comparison")
 
     def on_mount(self) -> None:
+        if self.settings.demo:
+            self.simulated = SimulatedGpus(self.simulated_gpus())
+            self.query_one("#probe-summary", Static).border_title = "SIMULATED"
+        self.show_status(DEMO_HINT if self.simulated else START_HINT)
         self.query_one(ProbePlot).show_trials([], None)
         self.load_devices()
 
@@ -118,8 +128,8 @@ class BatchProbeTab(DashboardTab):
 
     @work(thread=True, group="probe-devices")
     def load_devices(self) -> None:
-        """Offer every GPU NVML sees (first GPU preselected), CPU always."""
-        devices = gpu_devices()
+        """Offer every GPU NVML sees, or the simulated ones (first GPU preselected), CPU always."""
+        devices = self.simulated.devices() if self.simulated else gpu_devices()
         if devices:
             self.app.call_from_thread(self._set_devices, devices)
 
@@ -134,7 +144,8 @@ class BatchProbeTab(DashboardTab):
     def show_status(self, text: str, problem: bool = False) -> None:
         """One line under the form: progress, or what is wrong with the input."""
         status = self.query_one("#probe-status", Static)
-        status.update(text)
+        badge: list[str | tuple[str, str]] = [(" SIMULATED ", "reverse"), " "] if self.simulated else []
+        status.update(Content.assemble(*badge, text))
         status.set_class(problem, "problem")
 
     @property
@@ -176,18 +187,26 @@ class BatchProbeTab(DashboardTab):
         self.query_one("#probe-summary", Static).update("Running...")
         self.query_one("#probe-comparison", Static).display = False
         self.post_message(AlertsChanged(self.TAB_ID, []))
-        self.runner = TrialRunner(request)
+        self.runner = self.new_runner(request)
         self._set_running(True)
         self.query_one(TrialsTable).focus()  # Start is disabled now; the table keeps escape and c working
         self.show_status(f"Starting {request.model} on {request.device}...")
         self.compare_run = self.comparing
         self.run_probe(request, self.runner, self.compare_run)
 
+    def new_runner(self, request: ProbeRequest) -> TrialRunner:
+        """The trials' runner: child processes, or computed on the simulated GPUs (--demo)."""
+        return SimulatedTrialRunner(request, self.simulated) if self.simulated else TrialRunner(request)
+
+    def default_budget(self, device: str) -> Budget:
+        """The device's free memory (a simulated GPU's with --demo)."""
+        return self.simulated.budget(device) if self.simulated else default_budget(device)
+
     @work(thread=True, group="probe")
     def run_probe(self, request: ProbeRequest, runner: TrialRunner, compare: bool = False) -> None:
         """Fill in the default budget, then run every trial (each a child process) and report back."""
         if not request.budget_mb:
-            budget = default_budget(request.device)
+            budget = self.default_budget(request.device)
             if budget.mb is None:
                 self.post_message(ProbeFinished(None, budget.source))
                 return
@@ -211,6 +230,8 @@ class BatchProbeTab(DashboardTab):
                 on_trial_start=on_trial_start,
                 on_trial_done=on_trial_done,
             )
+            if self.simulated:
+                comparison = simulated_comparison(comparison, self.simulated)
             self.post_message(ProbeFinished(comparison.float32, comparison=comparison))
             return
         self.post_message(ProbeStarted(request))

@@ -10,6 +10,7 @@ import io
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -25,7 +26,6 @@ from tfgpu_tui.env.check_run import fast_report, full_report
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
-from tfgpu_tui.env.recorded import demo_recording
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_target, with_versions
 from tfgpu_tui.env.tf_inspection import run_probe_with_retry
@@ -33,6 +33,9 @@ from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
 from tfgpu_tui.ui.widgets.target_picker import TargetPicker
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.simulated import SimulatedSource
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 ALERT_SEVERITY = {Status.FAILURE: Severity.CRITICAL, Status.WARNING: Severity.WARNING}
@@ -151,22 +154,26 @@ class EnvironmentTab(DashboardTab):
         self.started_at = time.monotonic()
         if self.report is not None:
             self.report.complete = False
-        self._run_check(self.generation)
+        self._run_check(self.generation, self.simulated_gpus() if self.settings.demo else None)
         self._spinner.resume()
         self._show_status()
 
     @work(thread=True, group="env-check", exit_on_error=False)
-    def _run_check(self, generation: int) -> None:
+    def _run_check(self, generation: int, simulated: SimulatedSource | None = None) -> None:
+        """Collect the facts, then run the TensorFlow probe; with `simulated` (--demo), the simulated
+        machine's environment instead."""
         try:
-            if self.settings.demo:
-                facts, probe = demo_recording()
+            if simulated is not None:
+                from tfgpu_tui.env.simulated import simulated_environment
+
+                facts, probe = simulated_environment(self.settings.demo_gpus, source=simulated)
             else:
                 python = self._resolve_target().python
                 facts = self.collect(python)
             self.post_message(EnvReportReady(fast_report(facts), generation))
             if generation != self.generation:
                 return  # re-run or closed meanwhile
-            if not self.settings.demo:
+            if simulated is None:
                 probe = self.probe(python, self.settings.env_check_timeout_seconds)
             self.post_message(EnvReportReady(full_report(facts, probe), generation))
         except Exception as error:  # noqa: BLE001 - a bug must show, not freeze the spinner
@@ -256,7 +263,8 @@ class EnvironmentTab(DashboardTab):
         elif report is not None:
             counts = ", ".join(f"{count} {status}" for status, count in report.counts().items() if count)
             parts += [(report.worst.value.upper(), STATUS_STYLE[report.worst]), f"  {counts}  "]
-            parts.append((f"({self._python_label()}; p picks another)", "dim"))
+            another = "" if self.settings.demo else "; p picks another"
+            parts.append((f"({self._python_label()}{another})", "dim"))
         self.query_one("#env-status", Static).update(Content.assemble(*parts))
 
     # --- the target interpreter (env/targets.py) -------------------------------------------------------
@@ -271,15 +279,22 @@ class EnvironmentTab(DashboardTab):
         return self.target
 
     def _python_label(self) -> str:
+        if self.settings.demo:
+            from tfgpu_tui.gpu.simulated import DEMO_MACHINE
+
+            return f"{DEMO_MACHINE.python}, simulated"
         target = self.target
-        if target is None or self.settings.demo:
+        if target is None:
             return self.settings.python
         return f"{target.python} — {target.why}" if target.why != "--python" else target.python
 
     def action_pick_python(self) -> None:
         """List every interpreter found with its TensorFlow version; the one picked is checked at once."""
         if self.settings.demo:
-            self.notify("The demo checks a recorded environment.", severity="warning")
+            self.notify(
+                "The demo checks the simulated machine's Python; without --demo, p lists this machine's.",
+                severity="warning",
+            )
             return
         self.notify("Looking for Python interpreters...", timeout=3)
         self._find_candidates()

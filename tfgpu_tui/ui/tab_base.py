@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events
 from textual.containers import Vertical
 
 from tfgpu_tui.settings import Settings
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.simulated import SimulatedSource
 
 
 class DashboardTab(Vertical):
@@ -35,6 +40,19 @@ class DashboardTab(Vertical):
         width, height = self.app.size
         self.set_class(width < self.NARROW_BELOW, "-narrow")
         self.set_class(height < self.SHORT_BELOW, "-short")
+
+    def simulated_gpus(self) -> SimulatedSource:
+        """The GPU simulation of ``--demo`` (call from the event loop): the one the Monitor samples once its
+        sampler runs, so that a process ended there is gone in every tab; before that, a fresh simulation of
+        the same machine."""
+        from tfgpu_tui.gpu.simulated import SimulatedSource
+        from tfgpu_tui.ui.monitor import MonitorTab
+
+        for monitor in self.app.query(MonitorTab):
+            sampler = monitor.sampler
+            if sampler is not None and isinstance(sampler.source, SimulatedSource):
+                return sampler.source
+        return SimulatedSource(gpus=self.settings.demo_gpus)
 
     def reveal(self, target: str) -> None:
         """Bring `target` (something this tab knows by id) into view; tabs with linkable items override it."""

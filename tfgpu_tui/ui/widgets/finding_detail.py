@@ -152,8 +152,8 @@ def tail_content(finding: Finding) -> Content:
 class FixText(Static):
     """The fix, wrapped by `wrap_fix` to the widget's width (again whenever the width changes)."""
 
-    def __init__(self, **kwargs: str) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
         self.fix = ""
         self._wrapped_at = 0
 
