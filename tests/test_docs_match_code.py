@@ -1,15 +1,22 @@
-"""docs/ lists exactly what the code has: environment checks (ids, order, titles) and alert kinds."""
+"""docs/ and the README list exactly what the code has: environment checks (ids, order, titles), alert kinds,
+and every option of every command."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from pathlib import Path
 
+import pytest
+
+from tfgpu_tui.cli import build_parser
+from tfgpu_tui.commands import COMMAND_MODULES
 from tfgpu_tui.env.check_base import Check
 from tfgpu_tui.env.checks import CHECKS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+README = DOCS.parent / "README.md"
 PACKAGE = Path(__file__).resolve().parent.parent / "tfgpu_tui"
 TABLE_ROW = re.compile(r"^\| `([^`]+)` \| ([^|]+?) \| ([^|]+?) \|$")
 
@@ -63,3 +70,66 @@ def test_gpu_alert_table_lists_exactly_the_kinds_the_monitor_raises() -> None:
     raised = _alert_kinds_raised_by("gpu/alert_rules.py", "gpu/sampler.py")
     assert raised, "no Alert(...) calls found: the scan is broken"
     assert documented == raised
+
+
+def _option_names(parser: argparse.ArgumentParser) -> set[str]:
+    return {name for action in parser._actions for name in action.option_strings if name.startswith("--")}
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    """The dashboard's parser (key "") and each subcommand's, by name."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": parser, **subparsers.choices}
+
+
+def _readme_command_rows() -> dict[str, set[str]]:
+    """The options each row of the README's Commands table names, by command ("" for the dashboard,
+    "help" for the `--help`, `--version` row)."""
+    section = README.read_text(encoding="utf-8").split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cell = re.split(r"(?<!\\)\|", line)[1].strip() if line.startswith("| `tfgpu-tui") else ""
+        if not cell:
+            continue
+        word = re.match(r"`tfgpu-tui (\S+)", cell)
+        name = word.group(1).strip("`,") if word else ""
+        name = name if name in COMMAND_MODULES else "help" if name.startswith("--help") else ""
+        assert name not in rows, f"two README rows for {name or 'the dashboard'}"
+        rows[name] = set(re.findall(r"--[a-z][a-z0-9-]*", cell))
+    return rows
+
+
+def test_readme_commands_table_names_every_option_of_every_command() -> None:
+    """--help and the README said different things (serve's row lacked the dashboard options it accepts)."""
+    rows = _readme_command_rows()
+    parsers = _parsers()
+    assert set(rows) == {*parsers, "help"}
+    assert rows.pop("help") == {"--help", "--version"}
+    for name, documented in rows.items():
+        options = _option_names(parsers[name]) - {"--help", "--version"}
+        assert documented == options, (
+            f"tfgpu-tui {name}: README lacks {sorted(options - documented)}, "
+            f"names what it does not take {sorted(documented - options)}"
+        )
+
+
+@pytest.mark.parametrize("command", ["", "serve"])
+def test_help_tells_the_true_defaults(command: str) -> None:
+    """`--help` said --python defaults to "the one running tfgpu-tui" (the Environment tab picks a running
+    job's, then $VIRTUAL_ENV's...) and gave --log no default."""
+    text = " ".join(_parsers()[command].format_help().split())
+    assert "the one a running TensorFlow job uses, else $VIRTUAL_ENV's or $CONDA_PREFIX's" in text
+    assert "training log to follow (default: train.log in the current directory" in text
+
+
+def test_check_exit_statuses_are_documented_as_the_code_returns_them() -> None:
+    from tfgpu_tui.exit_status import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, EXIT_USAGE
+
+    readme = README.read_text(encoding="utf-8")
+    expected = (
+        f"exit 0 ok, {EXIT_CHECK_WARNINGS} warnings, {EXIT_CHECK_FAILED} a failed check, {EXIT_USAGE} a bad"
+    )
+    assert expected in readme
+    environment = " ".join((DOCS / "environment.md").read_text(encoding="utf-8").split())
+    assert f"`{EXIT_CHECK_FAILED}` a failed check; `{EXIT_USAGE}` is a bad command line only" in environment
