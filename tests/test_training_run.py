@@ -51,7 +51,8 @@ def test_oom_traceback_gives_exception_and_signature_problems():
     assert problems["EXCEPTION"].line_number == 8
     assert "ResourceExhaustedError" in problems["EXCEPTION"].message
     assert problems["OOM_TENSOR"].severity is Severity.CRITICAL and problems["OOM_TENSOR"].line_number == 11
-    assert problems["BFC_RAN_OUT"].severity is Severity.WARNING
+    # the allocator's warning was the prelude of the real OOM that followed: not a problem of its own
+    assert "BFC_RAN_OUT" not in problems and run.problems["BFC_RAN_OUT"].severity is Severity.WARNING
     assert run.current.epoch == 1 and run.current.step == 1 and run.current.eta_seconds is None
     assert run.training_eta_seconds() is None  # it crashed
     assert not run.epochs

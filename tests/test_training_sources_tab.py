@@ -110,10 +110,10 @@ async def test_open_log_with_pid_shows_writer_and_checkpoint_warning(tmp_path, j
         app.query_one(TrainingTab).open_log(log, child.pid)
         await settle(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         assert "old.keras" in text_of(app, "#training-context")
-        assert "NO_CHECKPOINT" not in text_of(app, "#training-problems")
+        assert "No recent checkpoint" not in text_of(app, "#training-problems")
         app.query_one(TrainingTab).settings.checkpoint_max_epochs = 1
         app.query_one(TrainingTab).open_log(log, child.pid)
-        await settle(pilot, lambda: "NO_CHECKPOINT" in text_of(app, "#training-problems"))
+        await settle(pilot, lambda: "No recent checkpoint" in text_of(app, "#training-problems"))
         assert "2 epochs since the last checkpoint" in text_of(app, "#training-context")
         await settle(pilot, lambda: "training_no_checkpoint" in {a.kind for a in app.all_alerts})
 

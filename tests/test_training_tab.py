@@ -42,7 +42,7 @@ async def test_tab_shows_progress_epochs_problems_and_raises_header_alerts(tmp_p
         status = text_of(app, "#training-status")
         assert "Epoch 3/4" in status and "step 10/100" in status and "stopped" in status
         problems = text_of(app, "#training-problems")
-        assert "NAN_LOSS" in problems and "KILLED" in problems and "clipnorm" in problems
+        assert "Loss is NaN" in problems and "Training killed" in problems and "clipnorm" in problems
         wanted = {"training_nan_loss", "training_killed"}
         await settle(pilot, lambda: wanted <= {alert.kind for alert in app.all_alerts})
 

@@ -13,7 +13,7 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.oversight import LogOversight, OversightState
-from tfgpu_tui.training.problems import Problem
+from tfgpu_tui.training.problems import Problem, fixes_to_show
 from tfgpu_tui.training.readout import RunReadout
 from tfgpu_tui.training.run import TrainingRun, format_seconds
 from tfgpu_tui.training.text_format import (
@@ -164,12 +164,13 @@ def summary_text(run: TrainingRun, path: Path, around: OversightState | None = N
     problems += around.problems() if around else []
     out.append("")
     out.append("Problems:" if problems else "Problems: none found")
-    for problem in problems:
-        where = f" (line {problem.line_number})" if problem.line_number else ""
+    for problem, fix in zip(problems, fixes_to_show(problems), strict=True):
+        where = f", line {problem.line_number}" if problem.line_number else ""
         times = f" x{problem.count}" if problem.count > 1 else ""
-        out.append(f"  [{problem.severity.name.lower()}] {problem.id}{where}{times}: {problem.message}")
-        if problem.fix:
-            out.append(f"      fix: {problem.fix}")
+        level = problem.severity.name.lower()
+        out.append(f"  [{level}] {problem.title} ({problem.id}{where}){times}: {problem.message}")
+        if fix:
+            out.append(f"      fix: {fix}")
     return "\n".join(out)
 
 
@@ -224,6 +225,6 @@ def _text_emitter(watch: LogWatch, around: OversightState):
             )
         else:
             fix = f"  fix: {data['fix']}" if data["fix"] else ""
-            print(f"[{data['severity']}] {data['id']}: {data['message']}{fix}", flush=True)
+            print(f"[{data['severity']}] {data['title']} ({data['id']}): {data['message']}{fix}", flush=True)
 
     return emit

@@ -56,8 +56,11 @@ class Signature:
         category: kind of problem, e.g. ``oom``, ``missing_lib``, ``positive`` (healthy), ``noise``.
         level: the log level(s) TensorFlow uses for it, as written in the CSV.
         pattern: compiled regex matched anywhere in a line (named groups carry details).
-        meaning: what it means, in plain words.
+        meaning: the reference note: what it means, its causes and versions.
         fix: what to do about it ("-" in the CSV becomes "").
+        title: the problem in a few words, for a user ("Out of GPU memory").
+        message: one plain sentence about the user's run, with ``{group}`` placeholders for the regex's
+            named groups ("" for healthy and noise lines).
         tf_versions: TensorFlow versions that print it (an estimate).
         refs: issues and sources backing the entry.
         sample_line: a real (or constructed) line it matches.
@@ -72,6 +75,8 @@ class Signature:
     tf_versions: str = ""
     refs: str = ""
     sample_line: str = ""
+    title: str = ""
+    message: str = ""
 
     @property
     def severity(self) -> Severity:
@@ -114,7 +119,18 @@ class Diagnosis:
 
     @property
     def fix(self) -> str:
-        return self.signature.fix
+        return fill(self.signature.fix, self.details)
+
+    @property
+    def title(self) -> str:
+        """The problem in a few words (the signature's title, else its id in words)."""
+        return self.signature.title or self.id.replace("_", " ").capitalize()
+
+    @property
+    def message(self) -> str:
+        """One sentence about the run that printed the line (the signature's message with the line's
+        details filled in), else the reference meaning."""
+        return fill(self.signature.message, self.details) if self.signature.message else self.meaning
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form: id, category, severity, line_number, line, meaning, fix, details."""
@@ -134,6 +150,21 @@ def _clean(text: str) -> str:
     return "" if text.strip() == "-" else text.strip()
 
 
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def detail_text(name: str, value: str) -> str:
+    """A matched detail as a user reads it: a TensorFlow device path as its device (``GPU:0``)."""
+    if name == "device" and "device:" in value:
+        return value.rsplit("device:", 1)[1]
+    return value
+
+
+def fill(template: str, details: dict[str, str]) -> str:
+    """`template` with each ``{name}`` replaced by that detail (a missing one by ``?``)."""
+    return PLACEHOLDER.sub(lambda m: detail_text(m.group(1), details.get(m.group(1), "?")), template)
+
+
 def parse_signatures(rows: Iterable[dict[str, str]]) -> tuple[Signature, ...]:
     """Signatures from CSV rows (dicts with the CSV's column names)."""
     return tuple(
@@ -147,6 +178,8 @@ def parse_signatures(rows: Iterable[dict[str, str]]) -> tuple[Signature, ...]:
             tf_versions=row.get("tf_versions", ""),
             refs=_clean(row.get("refs", "")),
             sample_line=row.get("sample_line", ""),
+            title=_clean(row.get("title", "")),
+            message=_clean(row.get("message", "")),
         )
         for row in rows
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.env.diagnoses import Diagnosis
+from tfgpu_tui.env.diagnoses import Diagnosis, load_signatures
 
 KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
 # SLURM ends a job by signal and says so in its .out file (often glued to a progress bar): the time limit,
@@ -42,7 +42,11 @@ STALL_FIX = (
     "Check the process is alive (`ps -p PID`, the Monitor tab): it may have died without a message, hung in "
     "input loading or a collective, or be buffering print output (run Python with -u)."
 )
-DELETED_FIX = "The file was removed; training output now goes nowhere visible. Start following the new log."
+DELETED_FIX = (
+    "Restart training with its output redirected to a new file and follow that one "
+    "(`tfgpu-tui log --follow NEW.log`, or o in the Training tab)."
+)
+DELETED_MESSAGE = "The log was deleted while training wrote to it: its new output goes where no one can read."
 
 
 class ProblemId(str, Enum):
@@ -60,6 +64,34 @@ class ProblemId(str, Enum):
         return self.value
 
 
+#: Each problem of the training code's own, in a few words (headers, the problems pane).
+PROBLEM_TITLES: dict[str, str] = {
+    ProblemId.EXCEPTION: "Training stopped by an error",
+    ProblemId.NAN_LOSS: "Loss is NaN",
+    ProblemId.KILLED: "Training killed",
+    ProblemId.FINISHED: "Training finished",
+    ProblemId.STALL: "No new output",
+    ProblemId.FILE_DELETED: "Log deleted",
+    ProblemId.NO_CHECKPOINT: "No recent checkpoint",
+}
+OOM_TITLE = "Out of GPU memory"
+#: An exception line that means the run ran out of memory (TensorFlow, XLA, Keras 3 on JAX).
+OOM_EXCEPTION = re.compile(r"ResourceExhaustedError|OutOfMemoryError|RESOURCE_EXHAUSTED|OOM when allocating")
+#: The known signature whose fix an out-of-memory exception shares (one text, in log_signatures.csv).
+OOM_SIGNATURE = "OOM_TENSOR"
+EXCEPTION_FIX = (
+    "Fix the error the traceback ends with (line {line} of the log); the last `File ...` line above it is "
+    "where your code raised it."
+)
+#: The module path TensorFlow puts before its error names (``tensorflow.python.framework.errors_impl.``).
+ERROR_MODULE = re.compile(r"^(?:[a-z_][\w]*\.)+(?=[A-Z]\w*(?:Error|Exception|Exhausted|Interrupt)\b)")
+
+
+def title_for(problem_id: ProblemId | str) -> str:
+    """A problem id in a few words: the training code's own titles, else the id in words."""
+    return PROBLEM_TITLES.get(str(problem_id)) or str(problem_id).replace("_", " ").capitalize()
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing the user should know about a training log (immutable: safe to hand to another thread).
@@ -72,6 +104,7 @@ class Problem:
         line_number: where it was seen (1-based), None when not from a line.
         line: the line itself ("" when not from a line).
         count: how many times it was seen.
+        title: the problem in a few words (filled from the id when not given).
     """
 
     id: ProblemId | str
@@ -81,11 +114,17 @@ class Problem:
     line_number: int | None = None
     line: str = ""
     count: int = 1
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.title:
+            object.__setattr__(self, "title", title_for(self.id))
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready: id, severity, line_number, message, fix, line, count."""
+        """JSON-ready: id, title, severity, line_number, message, fix, line, count."""
         return {
             "id": str(self.id),
+            "title": self.title,
             "severity": self.severity.name.lower(),
             "line_number": self.line_number,
             "message": self.message,
@@ -96,7 +135,20 @@ class Problem:
 
     def to_alert(self, subject: str) -> Alert:
         """The problem as a header alert."""
-        return Alert(f"training_{str(self.id).lower()}", self.severity, self.message, self.fix, subject)
+        kind = f"training_{str(self.id).lower()}"
+        short = f"{self.title}: {subject}" if subject else self.title
+        return Alert(kind, self.severity, self.message, self.fix, subject, short=short)
+
+
+def fixes_to_show(problems: list[Problem]) -> list[str]:
+    """Each problem's fix as a list beside it: "" where it is the same as one shown above (an out-of-memory
+    error and the allocation it failed share their fix)."""
+    seen: set[str] = set()
+    shown = []
+    for problem in problems:
+        shown.append("" if problem.fix in seen else problem.fix)
+        seen.add(problem.fix)
+    return shown
 
 
 def from_diagnosis(diagnosis: Diagnosis) -> Problem:
@@ -104,18 +156,36 @@ def from_diagnosis(diagnosis: Diagnosis) -> Problem:
     return Problem(
         diagnosis.id,
         diagnosis.severity,
-        diagnosis.meaning,
+        diagnosis.message,
         diagnosis.fix,
         diagnosis.line_number,
         diagnosis.line,
+        title=diagnosis.title,
     )
+
+
+def oom_fix() -> str:
+    """What to do when a run ran out of GPU memory (the knowledge base's fix for OOM_TENSOR)."""
+    return next(s.fix for s in load_signatures() if s.id == OOM_SIGNATURE)
+
+
+def error_name(exception_line: str) -> str:
+    """``tensorflow.python.framework.errors_impl.ResourceExhaustedError: Graph execution error:`` ->
+    ``ResourceExhaustedError: Graph execution error``: the error without its module path or a trailing
+    colon."""
+    return ERROR_MODULE.sub("", exception_line.strip()).rstrip(":").strip()
+
+
+def is_oom_exception(exception_line: str) -> bool:
+    """Whether an exception line means the run ran out of memory."""
+    return OOM_EXCEPTION.search(exception_line) is not None
 
 
 def killed_message(text: str) -> str:
     """What a killed line means, in words."""
     if SLURM_KILLED.search(text):
         return f"SLURM ended the job: {text.split('slurmstepd: error:', 1)[1].strip(' *')}"
-    return "The process was killed."
+    return "The training process was killed."
 
 
 def is_killed_line(text: str) -> bool:

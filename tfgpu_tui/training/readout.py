@@ -27,11 +27,19 @@ if TYPE_CHECKING:
 STALL_MIN_SECONDS = 60.0
 STALL_STEP_FACTOR = 50.0
 STALL_EPOCH_FACTOR = 3.0
+#: Known-signature ids that report running out of memory: the allocator's warning before one is its prelude.
+OOM_PROBLEMS = frozenset({"OOM_TENSOR", "CUDA_OOM_ALLOC"})
+OOM_PRELUDE = "BFC_RAN_OUT"
 STOPPED_BY = {
     FinishReason.EXCEPTION: ProblemId.EXCEPTION,
     FinishReason.KILLED: ProblemId.KILLED,
     FinishReason.TERMINATED_ON_NAN: ProblemId.NAN_LOSS,
 }
+
+
+def lower_first(sentence: str) -> str:
+    """A sentence to follow a colon: its first letter in lower case (``Your run ...`` -> ``your run ...``)."""
+    return sentence[:1].lower() + sentence[1:]
 
 
 class RunReadout:
@@ -100,12 +108,35 @@ class RunReadout:
     def problem_list(
         self, idle_seconds: float | None = None, writer: LogWriter | None = None
     ) -> list[Problem]:
-        """Problems, most severe first, then by line; with the stall check when idle time is given."""
+        """Problems, most severe first, then by line; with the stall check when idle time is given. The
+        allocator's "ran out of memory" warning is left out when a real out-of-memory error followed it (the
+        error is the problem)."""
         found = list(self.problems.values())
+        if self.ran_out_of_memory():
+            found = [p for p in found if p.id != OOM_PRELUDE]
         stall = self.stall_problem(idle_seconds, writer) if idle_seconds is not None else None
         if stall:
             found.append(stall)
         return sorted(found, key=lambda p: (-p.severity, p.line_number or 0))
+
+    def ran_out_of_memory(self) -> bool:
+        """Whether the log reports a real out-of-memory error (not only the allocator's warning)."""
+        exception = self.problems.get(ProblemId.EXCEPTION)
+        oom_exception = exception is not None and known.is_oom_exception(exception.line)
+        return oom_exception or any(key in self.problems for key in OOM_PROBLEMS)
+
+    def stop_reason(self) -> str:
+        """Why the last run stopped early, in a few words for a status line (the out-of-memory detail with
+        the tensor's shape when the log gives it); "" when it did not."""
+        stopped = self.stopped_by()
+        if stopped is None:
+            return ""
+        if stopped.id == ProblemId.EXCEPTION:
+            oom = next((self.problems[key] for key in OOM_PROBLEMS if key in self.problems), None)
+            if oom is not None and known.is_oom_exception(stopped.line):
+                return lower_first(oom.message.rstrip("."))
+            return known.error_name(stopped.line)
+        return lower_first(stopped.message.rstrip("."))
 
     def stopped_by(self) -> Problem | None:
         """The problem that ended the last fit() run early (an exception, the OOM killer, NaN), if any."""

@@ -156,7 +156,7 @@ class TrainingRun(RunReadout):
         if event == FileEvent.DELETED:
             self._raise(
                 Problem(
-                    ProblemId.FILE_DELETED, Severity.WARNING, "The log file was deleted.", known.DELETED_FIX
+                    ProblemId.FILE_DELETED, Severity.WARNING, known.DELETED_MESSAGE, known.DELETED_FIX
                 )
             )
         elif event in (FileEvent.TRUNCATED, FileEvent.ROTATED):
@@ -384,16 +384,7 @@ class TrainingRun(RunReadout):
     def _on_other_text(self, text: str, line_number: int | None) -> None:
         exception = self._tracebacks.feed(text)
         if exception is not None:
-            diagnosis = diagnose_line(exception, line_number)
-            fix = diagnosis.fix if diagnosis else ""
-            self.problems[ProblemId.EXCEPTION] = Problem(
-                ProblemId.EXCEPTION,
-                Severity.CRITICAL,
-                f"Training stopped with {exception}",
-                fix,
-                line_number,
-                exception,
-            )
+            self.problems[ProblemId.EXCEPTION] = self._exception_problem(exception, line_number)
             if not self.current.finished:
                 self._end_run(FinishReason.EXCEPTION)
         if known.is_killed_line(text):
@@ -416,6 +407,31 @@ class TrainingRun(RunReadout):
         diagnosis = diagnose_line(text, line_number)
         if diagnosis is not None and not (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
             self._raise(known.from_diagnosis(diagnosis))
+
+    def _exception_problem(self, exception: str, line_number: int | None) -> Problem:
+        """The error a traceback ended with, said about this run: where training was, and what to do."""
+        error = known.error_name(exception)
+        cur = self.current
+        oom = known.is_oom_exception(exception)
+        what = "ran out of GPU memory" if oom else "stopped"
+        if cur.finished:
+            message = f"Your script failed after training finished, with {error}."
+        elif cur.epoch is None and cur.step is None:
+            message = f"Your script failed before training started, with {error}."
+        else:
+            at = f"epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}"
+            at += f", step {cur.step}/{cur.total_steps or '?'}" if cur.step else ""
+            message = f"Training {what} at {at} " + (f"({error})." if oom else f"with {error}.")
+        diagnosis = diagnose_line(exception, line_number)
+        if oom:
+            fix = known.oom_fix()
+        elif diagnosis is not None:
+            fix = diagnosis.fix
+        else:
+            fix = known.EXCEPTION_FIX.format(line=line_number or "?")
+        title = known.OOM_TITLE if oom else ""
+        severity = Severity.CRITICAL
+        return Problem(ProblemId.EXCEPTION, severity, message, fix, line_number, exception, title=title)
 
     def _on_callback_message(self, message, line_number: int | None) -> None:
         if message.kind is MessageKind.EARLY_STOPPING:

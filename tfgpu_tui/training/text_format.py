@@ -74,10 +74,10 @@ def status_parts(run: RunReadout) -> list[tuple[str, str]]:
         (f"Epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}", "strong"),
         (f"step {cur.step or 0}/{cur.total_steps or '?'}", ""),
     ]
-    stopped = run.stopped_by()
+    stopped = run.stop_reason()
     reason = run.finish_reason()
     if stopped:
-        parts.append((f"stopped ({stopped.message})", "bad"))
+        parts.append((f"stopped: {stopped}", "bad"))
     elif cur.finished or reason is not None:
         parts.append(
             (

@@ -12,13 +12,19 @@ from textual.widgets import Static
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.oversight import OversightState
-from tfgpu_tui.training.problems import Problem
+from tfgpu_tui.training.problems import Problem, fixes_to_show
 from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
 from tfgpu_tui.training.text_format import evaluation_text, format_value, status_parts
 from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
 
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
+MAX_QUOTED_CHARS = 600  # of the log line quoted under a problem (a TensorFlow OOM line with its shape fits)
 SEVERITY_STYLE = {Severity.CRITICAL: ERROR, Severity.WARNING: WARNING, Severity.INFO: SUCCESS}
+
+
+def shortened(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class RunStatus(Static):
@@ -118,20 +124,20 @@ class ProblemsView(Static):
         text = StyledText()
         if not problems:
             text.append("No problems found.", SUCCESS)
-        for index, problem in enumerate(problems):
+        for index, (problem, fix) in enumerate(zip(problems, fixes_to_show(problems), strict=True)):
             if index:
                 text.append("\n")
             where = f" line {problem.line_number}" if problem.line_number else ""
             times = f" x{problem.count}" if problem.count > 1 else ""
-            text.append(f"{problem.id}", SEVERITY_STYLE[problem.severity])
+            text.append(problem.title, SEVERITY_STYLE[problem.severity])
             text.append(f"{where}{times}: ", "dim")
             text.append(problem.message)
-            if problem.fix:
+            if fix:
                 text.append("\n  fix: ", "dim")
-                text.append(problem.fix)
+                text.append(fix)
             if problem.line and problem.line != problem.message:
                 text.append("\n  > ", "dim")
-                text.append(problem.line[:200], "dim")
+                text.append(shortened(problem.line, MAX_QUOTED_CHARS), "dim")
         self.update(text.content())
 
 
