@@ -51,7 +51,8 @@ def test_an_oom_crash_reads_as_one_problem_about_the_run_with_the_probe_as_the_f
 
 
 def test_the_now_line_keeps_the_tensor_shape():
-    assert "stopped: your run ran out of memory on GPU:0 allocating a float tensor of shape [512,64,224,224]" in (
+    shape = "shape [512,64,224,224]"
+    assert f"stopped: your run ran out of memory on GPU:0 allocating a float tensor of {shape}" in (
         status_text(oom_run())
     )
 
@@ -99,7 +100,8 @@ def test_an_allocator_warning_alone_says_the_run_carried_on():
 )
 def test_an_error_says_where_the_run_was(lines, expected):
     problem = feed(lines).problems["EXCEPTION"]
-    assert problem.message == expected and "line" in problem.fix and problem.title == "Training stopped by an error"
+    assert problem.message == expected and "line" in problem.fix
+    assert problem.title == "Training stopped by an error"
 
 
 @pytest.mark.parametrize(
