@@ -112,10 +112,10 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
-def alive(pid: int) -> bool:
-    """Running (not gone, not a zombie), in this namespace's /proc."""
+def alive(pid: int, proc: str = "/proc") -> bool:
+    """Running (not gone, not a zombie), in this namespace's /proc (or the host's, at `proc`)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"{proc}/{pid}/stat").read_text()
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
@@ -341,6 +341,15 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "app")
 
+    def button_row(self) -> str:
+        """The kill dialog's line with its Kill and Cancel buttons, with its colours (which one has the
+        focus shows only there), or ""."""
+        for line in self.tmux("capture-pane", "-p", "-e", "-t", "app").splitlines():
+            plain = re.sub(r"\x1b\[[0-9;:]*m", "", line)
+            if re.search(r"\bKill\b.*\bCancel\b", plain) and "process" not in plain:
+                return line
+        return ""
+
     def press(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "app", *keys)
 
@@ -400,7 +409,15 @@ def kill_from_the_alert(world: World, term: Terminal, kernel_pid: int) -> None:
     if not re.search(rf"Kill process {kernel_pid}\?", screen) or "ipykernel" not in screen:
         term.press("Escape")
         raise RuntimeError(f"the kill dialog is not about the kernel (PID {kernel_pid}); not confirmed")
-    term.press("Left")  # focus starts on Cancel: <- moves to Kill
+    # focus starts on Cancel: <- moves it to Kill. Enter only once the buttons' look has changed (a key can be
+    # read late on a busy machine, and an Enter on Cancel cancels)
+    before = term.button_row()
+    term.press("Left")
+    try:
+        wait_for(lambda: term.button_row() not in ("", before), 10, "Kill focused after <-", step=0.1)
+    except TimeoutError:
+        raise RuntimeError(f"the focus did not move to Kill\n{term.screen()}") from None
+    world.screen("kill_focused", term.screen())
     term.press("Enter")
     world.step("kill confirmed")
 
@@ -512,6 +529,13 @@ def main() -> int:
         world.screen("final", term.screen())
         train = next(h for h in sim["holders"] if h["spec"].get("cmd") == "train.py")
         world["train_alive_after"] = alive(train["pid"])
+        # nothing else was signalled: the other holders, the clash's sleep, the other container's process
+        host_proc = os.environ["FAKE_NVML_HOST_PROC"]
+        world["alive_after"] = {
+            **{h["spec"]["cmd"]: alive(h["pid"]) for h in sim["holders"]},
+            **{f"clash {c['pid']}": alive(c["pid"]) for c in sim["collide"]},
+            **{f"foreign {f['host_pid']}": alive(f["host_pid"], host_proc) for f in sim["foreign"]},
+        }
         world["train_files_after"] = device_files(train["pid"])
         try:
             world["kernel_pids_after"] = jupyter.kernel_pids()

@@ -306,6 +306,8 @@ def test_in_tmux_k_on_the_stale_alert_ends_the_kernel_frees_gpu1_and_spares_trai
     outcome = screens.get("after_kill", "")
     assert "freed" in outcome and "not freed" not in outcome, outcome
     assert world.get("train_alive_after") is True, why(world)
+    # nothing else was signalled: the other holders, the clash's local sleep, the other container's process
+    assert world["alive_after"] and all(world["alive_after"].values()), world["alive_after"]
     assert world["train_files_after"] == files_of("0")
     later = gpus_json(world, "gpus_json_after")
     rows = brief(later["processes"])
