@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,62 @@ from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 
 
+README = Path(__file__).parent.parent / "README.md"
+README_WHERE = {"everywhere": "Everywhere"}  # the Keys table's "where" column -> the help's section title
+NOT_IN_BINDINGS = {"Tab"}  # Textual's own focus key, which moves between the kill dialog's buttons
+
+
+def readme_keys() -> dict[str, set[str]]:
+    """Section -> every key the README's Keys table names in backticks (`1`, `↑`, `Home`, `ctrl+r` ...)."""
+    text = README.read_text(encoding="utf-8").split("## Keys", 1)[1].split("\n## ", 1)[0]
+    keys: dict[str, set[str]] = {}
+    where = ""
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not line.startswith("|") or set(cells[0]) <= {"-"} and cells[0]:
+            continue
+        if cells[0] == "where":
+            continue
+        where = README_WHERE.get(cells[0], cells[0]) or where
+        quoted = re.findall(r"`([^`]+)`", " ".join(cells[1:]))  # keys, also in the action column (`esc` back)
+        keys.setdefault(where, set()).update(key for key in quoted if " " not in key)  # not `batch_size = N`
+    return keys
+
+
+def help_keys(sections: list[tuple[str, list]]) -> dict[str, set[str]]:
+    """Section (a tab with its widgets) -> every key the help screen lists there."""
+    keys: dict[str, set[str]] = {}
+    for title, bindings in sections:
+        for label, _ in binding_rows(bindings):
+            keys.setdefault(title.split(":")[0], set()).update(part.strip() for part in label.split(","))
+    return keys
+
+
+def test_the_help_lists_every_key_of_the_readmes_keys_table() -> None:
+    """The help and the README's Keys table describe the same keys: navigation ones included."""
+    listed = help_keys(TfgpuApp(Settings(prometheus_url="http://p:9090")).help_sections())
+    wanted = readme_keys()
+    assert {"Everywhere", "Environment", "Monitor", "Training", "Batch probe", "Hosts"} <= set(wanted)
+    for where, keys in wanted.items():
+        missing = {key for key in keys - NOT_IN_BINDINGS if key not in listed.get(where, set())}
+        assert not missing, f"{where}: the README names {sorted(missing)}, the help does not"
+    for key in ("←", "→", "g", "G", "Home", "End", "PgUp", "PgDn", "esc"):
+        assert key in listed["Monitor"], key
+
+
+def test_the_palette_names_each_actions_key_and_what_it_does() -> None:
+    from tfgpu_tui.ui.app import tab_actions
+
+    helps = []
+    for tab in TAB_CLASSES:
+        for _, description, help_text in tab_actions(tab):
+            assert help_text.startswith("key ") and "Runs on the" not in help_text, (description, help_text)
+            helps.append(help_text)
+    assert len(set(helps)) == len(helps), "no two entries say the same"
+    monitor = dict((description, text) for _, description, text in tab_actions(MonitorTab))
+    assert monitor["Kill process"].startswith("key k: ")
+
+
 @pytest.mark.parametrize("owner", [TfgpuApp, *TAB_CLASSES], ids=lambda owner: owner.__name__)
 def test_every_listed_binding_names_an_existing_action(owner: type) -> None:
     listed = binding_rows(list(owner.BINDINGS))
@@ -39,7 +96,7 @@ async def test_help_screen_lists_every_tab_with_its_keys() -> None:
         await pilot.press("question_mark")
         screen = app.screen
         assert isinstance(screen, HelpScreen)
-        titles = [title for title, _ in screen.sections]
+        titles = [title for title, _ in screen.sections if ":" not in title]  # tabs, then their widgets
         assert titles == ["Everywhere"] + [tab.TAB_TITLE for tab in TAB_CLASSES]
         console = Console(width=120, record=True, file=io.StringIO())
         for static in screen.query(Static):

@@ -8,16 +8,17 @@ other tab's module is imported and its content built the first time it is shown.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.widget import AwaitMount
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tfgpu_tui import first_frame
@@ -43,26 +44,65 @@ def _always(settings: Settings) -> bool:
     return True
 
 
+def _load(path: str) -> type[Widget]:
+    """A class named ``module:Class`` (imports its module)."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class TabSpec(NamedTuple):
-    """A tab the app can show, known without importing its module."""
+    """A tab the app can show, known without importing its module; `key_widgets` are the widgets inside it
+    whose own keys the help lists, as (where, ``module:Class``)."""
 
     tab_id: str
     title: str
     module: str
     class_name: str
     present: Callable[[Settings], bool] = _always
+    key_widgets: tuple[tuple[str, str], ...] = ()
 
     def load(self) -> type[DashboardTab]:
         """The tab's class (imports its module)."""
         return getattr(importlib.import_module(self.module), self.class_name)
 
+    def help_sections(self) -> list[tuple[str, list[BindingType]]]:
+        """(title, bindings) of the tab, then of each of its key widgets."""
+        sections: list[tuple[str, list[BindingType]]] = [(self.title, list(self.load().BINDINGS))]
+        for where, path in self.key_widgets:
+            sections.append((f"{self.title}: {where}", list(_load(path).BINDINGS)))
+        return sections
 
+
+WIDGETS = "tfgpu_tui.ui.widgets"
 TAB_SPECS: tuple[TabSpec, ...] = (
-    TabSpec("environment", "Environment", "tfgpu_tui.ui.environment", "EnvironmentTab"),
-    TabSpec("monitor", "Monitor", "tfgpu_tui.ui.monitor", "MonitorTab"),
+    TabSpec(
+        "environment",
+        "Environment",
+        "tfgpu_tui.ui.environment",
+        "EnvironmentTab",
+        key_widgets=(("the list of findings", "tfgpu_tui.ui.environment:FindingsTable"),),
+    ),
+    TabSpec(
+        "monitor",
+        "Monitor",
+        "tfgpu_tui.ui.monitor",
+        "MonitorTab",
+        key_widgets=(
+            ("the process list", f"{WIDGETS}.process_table:ProcessTable"),
+            ("the alerts (a)", f"{WIDGETS}.alerts_panel:AlertsPanel"),
+            ("the kill dialog (k)", f"{WIDGETS}.confirm_kill:ConfirmKill"),
+        ),
+    ),
     TabSpec("training", "Training", "tfgpu_tui.ui.training", "TrainingTab"),
     TabSpec("probe", "Batch probe", "tfgpu_tui.ui.batch_probe", "BatchProbeTab"),
-    TabSpec("hosts", "Hosts", "tfgpu_tui.ui.hosts", "HostsTab", _fleet_wanted),
+    TabSpec(
+        "hosts",
+        "Hosts",
+        "tfgpu_tui.ui.hosts",
+        "HostsTab",
+        _fleet_wanted,
+        (("the list of hosts", f"{WIDGETS}.hosts_table:HostsTable"),),
+    ),
 )
 SPECS_BY_ID = {spec.tab_id: spec for spec in TAB_SPECS}
 CORE_TABS = TAB_SPECS[:4]  # always present; the Hosts tab only with a fleet source
@@ -76,6 +116,10 @@ def __getattr__(name: str) -> object:
     if name == "TAB_CLASSES":
         return tuple(spec.load() for spec in CORE_TABS)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Textual binds the command palette itself; this only describes that key for the help screen.
+PALETTE_HELP = Binding("ctrl+p", "command_palette", "Command palette: switch tab, or any tab's action")
 
 
 class DashboardTabs(TabbedContent):
@@ -266,23 +310,30 @@ class TfgpuApp(App[None]):
         from tfgpu_tui.ui.help_screen import HelpScreen
 
         self.load_tab_styles()
-        sections = [("Everywhere", list(self.BINDINGS))]
-        sections += [(spec.title, list(spec.load().BINDINGS)) for spec in self._specs]
-        self.push_screen(HelpScreen(sections))
+        self.push_screen(HelpScreen(self.help_sections()))
+
+    def help_sections(self) -> list[tuple[str, list[BindingType]]]:
+        """What the help screen lists: the keys that work everywhere, then each tab's and its widgets'."""
+        everywhere = [*self.BINDINGS, PALETTE_HELP]
+        sections: list[tuple[str, list[BindingType]]] = [("Everywhere", everywhere)]
+        for spec in self._specs:
+            sections += spec.help_sections()
+        return sections
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Command palette (ctrl+p) entries: Textual's own, a switch to each tab, and every tab action."""
+        """Command palette (ctrl+p) entries: Textual's own, a switch to each tab, and every tab action, each
+        with its key and what it does."""
         yield from super().get_system_commands(screen)
-        for spec in self._specs:
+        for number, spec in enumerate(self._specs, 1):
             title = spec.title
             yield SystemCommand(
-                f"Show {title}", f"Switch to the {title} tab", partial(self.action_show_tab, spec.tab_id)
+                f"Show {title}",
+                f"key {number}: switch to the {title} tab",
+                partial(self.action_show_tab, spec.tab_id),
             )
-            for action, description in tab_actions(spec.load()):
+            for action, description, help_text in tab_actions(spec.load()):
                 yield SystemCommand(
-                    f"{title}: {description}",
-                    f"Runs on the {title} tab",
-                    partial(self._run_tab_action, spec.tab_id, action),
+                    f"{title}: {description}", help_text, partial(self._run_tab_action, spec.tab_id, action)
                 )
 
     async def _run_tab_action(self, tab_id: str, action: str) -> None:
@@ -290,11 +341,25 @@ class TfgpuApp(App[None]):
         await (await self.tab(tab_id)).run_action(action)
 
 
-def tab_actions(tab: type[DashboardTab] | DashboardTab) -> list[tuple[str, str]]:
-    """(action, description) for each described binding of a tab, without repeats."""
-    from tfgpu_tui.ui.help_screen import described_bindings
+def tab_actions(tab: type[DashboardTab] | DashboardTab) -> list[tuple[str, str, str]]:
+    """(action, description, help) for each described binding of a tab, without repeats; the help names the
+    key and says what the action does (its docstring's first sentence)."""
+    from tfgpu_tui.ui.help_screen import described_bindings, key_label
 
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}
     for binding in described_bindings(list(tab.BINDINGS)):
-        seen.setdefault(binding.action, binding.description)
-    return list(seen.items())
+        if binding.action not in seen:
+            what = first_sentence(
+                inspect.getdoc(getattr(tab, f"action_{binding.action.split('(')[0]}", None))
+            )
+            seen[binding.action] = (
+                binding.description,
+                f"key {key_label(binding)}" + (f": {what}" if what else ""),
+            )
+    return [(action, description, help_text) for action, (description, help_text) in seen.items()]
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, without its full stop ('' without a docstring)."""
+    paragraph = " ".join((doc or "").split("\n\n")[0].split())
+    return paragraph.split(". ")[0].rstrip(".")

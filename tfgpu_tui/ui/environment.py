@@ -89,6 +89,11 @@ class FindingsTable(DataTable):
     when the tab's layout switches between stacked and side by side (a tab hidden meanwhile gets no resize
     of its own), so it says when its size changed."""
 
+    BINDINGS = [
+        Binding("up", "cursor_up", "Select the finding above", show=False),
+        Binding("down", "cursor_down", "Select the finding below", show=False),
+    ]
+
     class Resized(Message):
         """The table's size changed."""
 

@@ -1,4 +1,6 @@
-"""The `?` screen: every key binding, grouped by where it works."""
+"""The `?` screen: every key binding, grouped by where it works. It is built from the bindings themselves
+(the app's, each tab's and those of the widgets inside a tab, such as the Monitor's process list), the same
+keys the README's Keys table lists (tests/test_help_bindings.py holds the two together)."""
 
 from __future__ import annotations
 
@@ -19,18 +21,28 @@ def described_bindings(bindings: list[BindingType]) -> list[Binding]:
 
 def binding_rows(bindings: list[BindingType]) -> list[tuple[str, str]]:
     """(keys, description) for each described binding, in declaration order."""
-    return [
-        (
-            binding.key_display or ", ".join(_key_label(key) for key in binding.key.split(",")),
-            binding.description,
-        )
-        for binding in described_bindings(bindings)
-    ]
+    return [(key_label(binding), binding.description) for binding in described_bindings(bindings)]
 
 
-def _key_label(key: str) -> str:
-    key = key.strip()
-    return {"question_mark": "?", "escape": "esc", "enter": "enter", "space": "space"}.get(key, key)
+KEY_NAMES = {
+    "question_mark": "?",
+    "escape": "esc",
+    "up": "↑",
+    "down": "↓",
+    "left": "←",
+    "right": "→",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "home": "Home",
+    "end": "End",
+}
+
+
+def key_label(binding: Binding) -> str:
+    """The keys of a binding as the help and the README write them: ``home,g`` -> ``Home, g``."""
+    return binding.key_display or ", ".join(
+        KEY_NAMES.get(key.strip(), key.strip()) for key in binding.key.split(",")
+    )
 
 
 class HelpScreen(ModalScreen[None]):
