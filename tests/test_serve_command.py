@@ -15,17 +15,15 @@ from aiohttp.test_utils import TestClient, TestServer
 from tfgpu_tui.cli import build_parser, main
 from tfgpu_tui.commands.serve import (
     ServeError,
-    Token,
     check_bind,
     check_public_url,
-    is_loopback,
     load_token,
     public_warning,
     session_arguments,
     session_command,
 )
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.web_server import DashboardServer
+from tfgpu_tui.web_server import DashboardServer, Token, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])
