@@ -4,10 +4,12 @@
 
 GPU 0's training job (real TensorFlow imported), GPU 2's other-namespace entry and PID clash, and GPU 3's two
 holders come from container.py (TFGPU_SIM_PIDS says their inner and host PIDs). This script adds GPU 1's
-holder: a real Jupyter server inside the container, a notebook session opened through its REST API, whose
-kernel (a kernelspec of ours) opens /dev/nvidia1, /dev/nvidiactl and /dev/nvidia-uvm and then execs the real
-`python -m ipykernel_launcher -f CONNECTION_FILE`. Its process line is added to the scenario exactly as
-container.py writes its holders' lines for that driver era (atomically: write, then rename).
+holder: a real Jupyter server inside the container (its runtime file where Jupyter puts it by default, under
+the renter's HOME: tfgpu-tui is not told where), a notebook session opened through its REST API, whose kernel
+(a kernelspec of ours) opens /dev/nvidia1, /dev/nvidiactl and /dev/nvidia-uvm and then execs the real
+`python -m ipykernel_launcher -f CONNECTION_FILE`; one cell is run in it over its websocket, then it idles.
+Its process line is added to the scenario exactly as container.py writes its holders' lines for that driver
+era (atomically: write, then rename).
 
 Then (1) `tfgpu-tui gpus --json`, (2) the dashboard in tmux at 80x24: wait for the stale alert naming the
 notebook, `a`, select that alert, `k`, Kill, wait for the outcome, and (3) what happened: is the kernel gone,
@@ -202,9 +204,9 @@ def gpu_memory_used(index: int) -> int:
 class Jupyter:
     """A real jupyter_server inside the container, with a notebook and a kernelspec of ours."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, env: dict[str, str]) -> None:
         self.base = base
-        self.runtime = base / "runtime"
+        self.runtime = Path(env["HOME"]) / ".local/share/jupyter/runtime"  # the default: found with no hint
         self.root = base / "root"
         self.root.mkdir(parents=True)
         (self.root / NOTEBOOK).write_text(json.dumps(EMPTY_NOTEBOOK))
@@ -220,14 +222,7 @@ class Jupyter:
         }
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         self.token = secrets.token_hex(16)
-        self.env = {
-            **os.environ,
-            "JUPYTER_RUNTIME_DIR": str(self.runtime),
-            "JUPYTER_CONFIG_DIR": str(base / "config"),
-            "JUPYTER_DATA_DIR": str(base / "data"),
-            "JUPYTER_PATH": str(base / "path"),
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
+        self.env = {**env, "JUPYTER_PATH": str(base / "path")}  # where our kernelspec is
         self.log = open(base / "server.log", "w")  # noqa: SIM115 - closed in stop()
         self.server = subprocess.Popen(
             [
@@ -286,6 +281,44 @@ class Jupyter:
             and "ipykernel_launcher" in cmdline(pid)
         ]
 
+    def run_cell(self, code: str, timeout: float = 60) -> str:
+        """What a notebook tab does: connect to the kernel's channels, run one cell, wait until the kernel is
+        idle after it, go away. The cell's reply status."""
+        import asyncio
+
+        import aiohttp
+
+        async def run() -> str:
+            url = self.url.replace("http://", "ws://") + f"api/kernels/{self.kernel_id}/channels"
+            headers = {"Authorization": f"token {self.token}"}
+            msg_id, status, idle = uuid.uuid4().hex, "", False
+            request = {
+                "header": {"msg_id": msg_id, "username": "renter", "session": uuid.uuid4().hex,
+                           "msg_type": "execute_request", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell",
+                "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                            "allow_stdin": False},
+            }  # fmt: skip
+            async with aiohttp.ClientSession() as client, client.ws_connect(url, headers=headers) as socket:
+                await socket.send_str(json.dumps(request))
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    message = await socket.receive(timeout=deadline - time.monotonic())
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        continue
+                    data = json.loads(message.data)
+                    if data.get("parent_header", {}).get("msg_id") != msg_id:
+                        continue
+                    kind, content = data.get("msg_type"), data.get("content", {})
+                    if kind == "execute_reply":
+                        status = content.get("status", "")
+                    idle = idle or (kind == "status" and content.get("execution_state") == "idle")
+                    if idle and status:  # the reply and the idle status, in either order
+                        return status
+            raise TimeoutError(f"the cell did not finish within {timeout:g} s")
+
+        return asyncio.run(run())
+
     def kernel(self) -> dict:
         kernel = self.api("GET", f"api/kernels/{self.kernel_id}")
         assert isinstance(kernel, dict)
@@ -305,6 +338,15 @@ class Jupyter:
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
         self.log.close()
+
+
+def user_env(home: Path) -> dict[str, str]:
+    """The environment of the renter's shell: its own HOME, no Jupyter or XDG directories set (so the
+    server writes its runtime file where Jupyter puts it by default, and tfgpu-tui has to find it there)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "XDG_")) and k != "NO_COLOR"}
+    env["HOME"] = str(home)
+    return env
 
 
 def iso_age_seconds(stamp: str | None) -> float:
@@ -456,7 +498,8 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="world-", dir=args.results))
     config = base / "config.toml"
     config.write_text(f"stale_minutes = {STALE_MINUTES}\nkill_grace_seconds = {KILL_GRACE_SECONDS}\n")
-    jupyter = Jupyter(base / "jupyter")
+    user = user_env(base / "home")
+    jupyter = Jupyter(base / "jupyter", user)
     term: Terminal | None = None
     try:
         jupyter.start()
@@ -477,10 +520,12 @@ def main() -> int:
         }  # fmt: skip
         world["scenario"] = add_scenario_line(line)
         world.step(f"kernel {jupyter.kernel_id}: inner PID {inner}, host PID {outer}; scenario line added")
+        world["cell"] = jupyter.run_cell("import os\nrows = [os.getpid()]")  # used, then left idle
+        world.step(f"a cell ran in the kernel: {world['cell']}")
         # old enough to be stale: the server's last activity more than a second ago (a condition, polled)
         kernel = wait_for(
             lambda: (
-                (k := jupyter.kernel())["execution_state"] in ("idle", "starting")
+                (k := jupyter.kernel())["execution_state"] == "idle"
                 and iso_age_seconds(k.get("last_activity")) > 1.0
                 and k
             ),
@@ -490,15 +535,7 @@ def main() -> int:
         world["kernel_api_before"] = kernel
         world["gpu1_used_before"] = gpu_memory_used(KERNEL_GPU)
 
-        env = {
-            **os.environ,
-            "JUPYTER_RUNTIME_DIR": str(jupyter.runtime),
-            "TFGPU_TUI_CONFIG": str(config),
-            "TERM": "xterm-256color",
-            "HOME": str(base),
-            "XDG_CONFIG_HOME": str(base / "config-home"),
-        }
-        env.pop("NO_COLOR", None)
+        env = {**user, "TFGPU_TUI_CONFIG": str(config), "TERM": "xterm-256color"}
         world["gpus_json"] = run_gpus_json(env)
         world.step(f"gpus --json: rc {world['gpus_json']['rc']}")  # type: ignore[index]
 

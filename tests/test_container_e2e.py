@@ -4,8 +4,8 @@
 tests/container_world.py inside it:
 - GPU 0: `train.py` with the real tensorflow-cpu imported, 30 GiB at 85 % SM;
 - GPU 1: an idle kernel of a real Jupyter server inside the container (notebook `analysis.ipynb`, a session
-  opened through the REST API), 18 GiB at 0 % SM; its process line is added to the scenario as container.py
-  writes its holders' lines for that era;
+  opened through the REST API, one cell run), 18 GiB at 0 % SM; its process line is added to the scenario
+  as container.py writes its holders' lines for that era;
 - GPU 2: another container's process (20 GiB) and a PID-number clash (NVML names, for someone else, the PID an
   unrelated local `sleep 86400` has);
 - GPU 3: two local holders, `prep.py` then `eval.py`.
@@ -169,7 +169,8 @@ def test_the_world_is_as_the_issue_describes(world: dict) -> None:
     assert kernel["device_files"] == files_of("1")
     assert kernel["cmdline"][1:4] == ["-m", "ipykernel_launcher", "-f"]
     assert kernel["kernel_id"] in kernel["cmdline"][4]
-    assert world["session"]["path"] == NOTEBOOK
+    assert world["session"]["path"] == NOTEBOOK and world["cell"] == "ok"  # a cell ran, then it idled
+    assert world["kernel_api_before"]["execution_state"] == "idle"
     lines = world["scenario"].splitlines()
     assert lines[0].startswith({"535.104": "driver 535.104.", "550": "driver 550.", "565": "driver 565.",
                                 "580": "driver 580."}[era])  # fmt: skip
@@ -220,7 +221,9 @@ def test_gpus_json_rows_are_attributed_as_the_driver_reports(world: dict) -> Non
     gpu0, gpu1, gpu2, gpu3 = (rows_on(data, gpu) for gpu in range(4))
     assert len(gpu0) == 1 and len(gpu1) == 1, processes
     assert gpu0[0]["pid"] == train["pid"] and gpu1[0]["pid"] == kernel["pid"], processes
-    assert (gpu1[0]["jupyter"] or {}).get("notebook_path", "").endswith(NOTEBOOK), processes
+    kernel_row = gpu1[0]["jupyter"] or {}
+    assert kernel_row.get("notebook_path", "").endswith(NOTEBOOK), processes
+    assert kernel_row.get("execution_state") == "idle", kernel_row
     assert sorted(r["pid"] for r in gpu3) == sorted([prep["pid"], evaluate["pid"]]), processes
     if era == "535.104":
         assert (gpu0[0]["host_pid"], gpu0[0]["attribution"], gpu0[0]["gpu_memory_mib"]) == (
