@@ -12,23 +12,27 @@ from pathlib import Path
 
 import pytest
 
+TENSORFLOW_WHEELS_BELOW = (3, 14)  # pyproject.toml's test extra: tensorflow-cpu; python_version < '3.14'
 
-def tensorflow_missing_reason() -> str | None:
+
+def tensorflow_missing_reason(installed: bool, version: tuple[int, int]) -> str | None:
     """Why the `tf` tests cannot run in this interpreter (TensorFlow not installed), or None."""
-    if importlib.util.find_spec("tensorflow") is not None:
+    if installed:
         return None
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if sys.version_info >= (3, 14):
+    release = f"{version[0]}.{version[1]}"
+    if version >= TENSORFLOW_WHEELS_BELOW:
+        below = ".".join(map(str, TENSORFLOW_WHEELS_BELOW))
         return (
-            "needs TensorFlow: the test extra installs tensorflow-cpu only below Python 3.14 "
-            f"(no wheel for {version} yet)"
+            f"needs TensorFlow: the test extra installs tensorflow-cpu only below Python {below} "
+            f"(no wheel for {release} yet)"
         )
-    return f"needs TensorFlow, which is not installed for Python {version} (pip install -e '.[test]')"
+    return f"needs TensorFlow, which is not installed for Python {release} (pip install -e '.[test]')"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip the `tf` tests, with the reason, where TensorFlow is not installed."""
-    reason = tensorflow_missing_reason()
+    installed = importlib.util.find_spec("tensorflow") is not None
+    reason = tensorflow_missing_reason(installed, (sys.version_info.major, sys.version_info.minor))
     if reason is None:
         return
     for item in items:
