@@ -118,7 +118,8 @@ class RunContext(Static):
 
 
 class ProblemsView(Static):
-    """Each problem on a line with where and how often, its fix right after it, then the log line."""
+    """Each problem on a line, its title in words with its id, where and how often, its fix right after it
+    (unless the one above has it), then the log line."""
 
     def show(self, problems: list[Problem]) -> None:
         text = StyledText()
@@ -127,10 +128,10 @@ class ProblemsView(Static):
         for index, (problem, fix) in enumerate(zip(problems, fixes_to_show(problems), strict=True)):
             if index:
                 text.append("\n")
-            where = f" line {problem.line_number}" if problem.line_number else ""
+            where = f", line {problem.line_number}" if problem.line_number else ""
             times = f" x{problem.count}" if problem.count > 1 else ""
             text.append(problem.title, SEVERITY_STYLE[problem.severity])
-            text.append(f"{where}{times}: ", "dim")
+            text.append(f" ({problem.id}{where}){times}: ", "dim")  # the id, as the docs and --json name it
             text.append(problem.message)
             if fix:
                 text.append("\n  fix: ", "dim")
