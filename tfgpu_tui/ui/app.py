@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from tfgpu_tui import first_frame
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
@@ -29,6 +29,7 @@ from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 
 def _fleet_wanted(settings: Settings) -> bool:
@@ -183,7 +184,7 @@ class TfgpuApp(App[None]):
                         yield MonitorTab(self.settings, start=self.sampler_start)
                     elif self._built_at_start(spec.tab_id):
                         yield spec.load()(self.settings)
-        yield Footer()
+        yield KeyFooter()
 
     def _built_at_start(self, tab_id: str) -> bool:
         """The initial tab, the Monitor (the header's GPU count and alerts come from its sampler) and the
