@@ -29,7 +29,7 @@ DASHBOARD_PYTHON_HELP = (
 )
 LOG_HELP = "training log to follow (default: train.log in the current directory, or the settings file's)"
 CHECKPOINTS_HELP = (
-    "where training writes checkpoints (default: next to the log and under its writer's directory)"
+    "where training writes checkpoints (default: looked for next to the log and in its writer's directory)"
 )
 
 
