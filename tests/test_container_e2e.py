@@ -318,3 +318,22 @@ def test_in_tmux_k_on_the_stale_alert_ends_the_kernel_frees_gpu1_and_spares_trai
     assert [r["pid"] for r in rows_on(later, 0)] == [holder(world, "train.py")["pid"]], rows
     assert not world.get("errors"), why(world)
     assert world.get("cleaned_up") is True
+
+
+def test_the_monitor_at_80x24_labels_guesses_and_estimates(world: dict) -> None:
+    """The process table says what is a guess: NVML's PID and "probably" for a start-order pairing (535.104),
+    "≈" for the sole holder's estimate (550)."""
+    screen = world.get("screens", {}).get("stale_alert", "")
+    assert screen, why(world)
+
+    def row(pid: int) -> str:
+        return next((line for line in screen.splitlines() if line.split()[:1] == [str(pid)]), "")
+
+    if world["driver"] == "535.104":
+        train = holder(world, "train.py")
+        assert str(train["host_pid"]) in row(train["pid"]), screen
+        for cmd in ("prep.py", "eval.py"):
+            assert "probably" in row(holder(world, cmd)["pid"]), screen
+    if world["driver"] == "550":
+        for pid in (holder(world, "train.py")["pid"], world["kernel"]["pid"]):
+            assert "≈" in row(pid), screen
