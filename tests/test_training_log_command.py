@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -102,3 +103,29 @@ def test_json_names_the_writer_and_the_newest_checkpoint(tmp_path, capsys):
     finally:
         child.kill()
         child.wait()
+
+
+def test_follow_text_prints_no_empty_fix_after_finished(tmp_path):
+    """FINISHED has nothing to fix: its line ends with the message, not with an empty `fix:` (issue 24)."""
+    log = tmp_path / "train.log"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tfgpu_tui", "log", "--follow", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    guard = threading.Timer(60.0, child.kill)  # a hang ends the child, so readline returns "" and fails
+    guard.start()
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == str(log)  # the summary printed at start
+        log.write_text("Epoch 1/1\n10/10 - 1s - 5ms/step - loss: 0.5000 - val_loss: 0.6000\n")
+        line = ""
+        while "FINISHED" not in line:  # the file event and the epoch come first; the pipe closes on failure
+            line = child.stdout.readline()
+            assert line, "log --follow ended before reporting FINISHED"
+        assert line.rstrip().endswith("final loss 0.5.") and "fix:" not in line
+    finally:
+        guard.cancel()
+        child.terminate()
+        child.wait(timeout=5)
