@@ -9,8 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
+from waiting import wait_until
 
 from tfgpu_tui.cli import main
+from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.encoding import detect_encoding, looks_binary, utf16_by_pattern
 from tfgpu_tui.training.follow import LogFollower, SegmentSplitter
 from tfgpu_tui.training.keras_progress import clean_segment, parse_progress
@@ -18,6 +21,7 @@ from tfgpu_tui.training.problems import ProblemId
 from tfgpu_tui.training.records import FinishReason
 from tfgpu_tui.training.run import TrainingRun
 from tfgpu_tui.training.watch import LogWatch
+from tfgpu_tui.ui.app import TfgpuApp
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 NO_BOM = "powershell_tail_utf16le_without_bom.log"
@@ -138,3 +142,13 @@ def test_no_fixture_log_counts_as_binary(name):
 
 def test_a_log_starting_with_a_hole_of_nuls_is_still_text():
     assert not looks_binary(b"\x00" * 3000 + TEXT.encode())
+
+
+async def test_the_training_tab_refuses_a_binary_file_with_the_reason(tmp_path):
+    junk = tmp_path / "weights.h5"
+    junk.write_bytes(bytes(range(256)) * 8)
+    app = TfgpuApp(Settings(demo=True, log_path=junk, log_path_given=True), initial_tab="training")
+    async with app.run_test(size=(120, 40)) as pilot:
+        status = app.query_one("#training-status", Static)
+        await wait_until(pilot, lambda: "Not opened" in str(status.render()), timeout=10)
+        assert "not a text log" in str(status.render())
