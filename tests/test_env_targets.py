@@ -12,12 +12,16 @@ from pathlib import Path
 import pytest
 from waiting import wait_until
 
+from tfgpu_tui.env import targets
 from tfgpu_tui.env.targets import (
     Candidate,
     ask_version,
     choose,
     find_candidates,
+    picker_candidates,
+    python_processes,
     resolve_target,
+    typed_interpreter,
     with_versions,
 )
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
@@ -33,7 +37,10 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def test_a_venv_without_tensorflow_loses_to_one_with_it(bare_venv: Path) -> None:
+def test_a_venv_without_tensorflow_loses_to_one_with_it(
+    bare_venv: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(targets, "tensorflow_processes", lambda: [])  # whatever else runs on this machine
     environ = {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"}
     candidates = find_candidates(sys.executable, environ)
     assert [c.source for c in candidates][-2:] == ["$VIRTUAL_ENV", "this dashboard's own interpreter"]
@@ -114,3 +121,124 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
         await pilot.press("enter")
         await wait_until(pilot, lambda: checked[-1].startswith(str(bare_venv)), timeout=30)
         assert "picked with p" in str(app.query_one("#env-status").render())
+
+
+def fake_python(path: Path) -> Path:
+    """An executable file where an environment keeps its interpreter."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_picker_finds_conda_environments_venvs_and_pyenv_versions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    listed_env = tmp_path / "elsewhere" / "conda-env"
+    expected = {
+        fake_python(listed_env / "bin" / "python"): "conda environment",
+        fake_python(home / "miniconda3" / "bin" / "python3"): "conda base (~/miniconda3)",
+        fake_python(
+            home / "miniconda3" / "envs" / "tf" / "bin" / "python3"
+        ): "conda environment (~/miniconda3/envs)",
+        fake_python(
+            home / "anaconda3" / "envs" / "old" / "bin" / "python"
+        ): "conda environment (~/anaconda3/envs)",
+        fake_python(home / ".venv" / "bin" / "python3"): "~/.venv*",
+        fake_python(home / ".venv-tf" / "bin" / "python3"): "~/.venv*",
+        fake_python(home / "venvs" / "tf" / "bin" / "python3"): "~/venvs",
+        fake_python(home / ".pyenv" / "versions" / "3.12.1" / "bin" / "python3"): "pyenv version",
+    }
+    (home / ".conda").mkdir()
+    (home / ".conda" / "environments.txt").write_text(f"{listed_env}\n\n")
+    (home / "venvs" / "same-tf").symlink_to(home / "venvs" / "tf")  # one environment under two names
+    (home / "venvs" / "no-python").mkdir()
+    candidates = picker_candidates(sys.executable, {"PATH": "/nonexistent"}, home=str(home))
+    found = {Path(c.python): c.source for c in candidates}
+    for python, source in expected.items():
+        assert found.get(python) == source, python
+    assert not any("same-tf" in c.python or "no-python" in c.python for c in candidates)  # once; none
+    assert candidates[0].source == "this dashboard's own interpreter" or candidates[0].source.startswith(
+        "running"
+    )
+    reals = [os.path.realpath(c.python) for c in candidates]
+    assert len(reals) == len(set(reals)), "each interpreter once"
+
+
+def test_the_picker_finds_the_interpreters_of_this_users_python_processes(bare_venv: Path) -> None:
+    python = str(bare_venv / "bin" / "python")
+    code = "import time; print('ready', flush=True); time.sleep(60)"
+    running = subprocess.Popen([python, "-c", code], stdout=subprocess.PIPE, text=True)
+    ours = subprocess.Popen(
+        [python, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, CHILD_ENV_VAR: CHILD_ENV_VALUE},
+    )
+    try:
+        for process in (running, ours):
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        found = {c.source.split(" (")[0]: c.python for c in python_processes()}
+        assert found[f"running Python process PID {running.pid}"] == python
+        assert f"running Python process PID {ours.pid}" not in found  # a tfgpu-tui child is not a target
+        assert not python_processes(uid=os.getuid() + 12345)  # another user's processes are not listed
+    finally:
+        for process in (running, ours):
+            process.kill()
+            process.wait()
+
+
+def test_a_typed_interpreter_must_be_an_existing_executable_regular_file(tmp_path: Path) -> None:
+    python = fake_python(tmp_path / "bin" / "python")
+    assert typed_interpreter(f"  {python}  ") == str(python)
+    plain = tmp_path / "notes.txt"
+    plain.write_text("x")
+    for typed, says in (
+        ("", "Type the path"),
+        (str(tmp_path / "missing"), "No such file"),
+        (str(tmp_path), "is a directory"),
+        (str(plain), "is not executable"),
+        ("/dev/null", "is not a regular file"),
+    ):
+        with pytest.raises(ValueError, match=says) as error:
+            typed_interpreter(typed)
+        assert "\n" not in str(error.value)
+
+
+async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
+    bare_venv: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from textual.widgets import Input, Static
+
+    from tfgpu_tui.env.recorded import demo_recording
+    from tfgpu_tui.settings import Settings
+    from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.ui.environment import EnvironmentTab
+    from tfgpu_tui.ui.widgets.target_picker import TargetPicker
+
+    facts, probe = demo_recording()
+    checked: list[str] = []
+    monkeypatch.setattr(
+        EnvironmentTab, "collect", staticmethod(lambda python: checked.append(python) or facts)
+    )
+    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(lambda python, timeout: probe))
+    monkeypatch.setattr(
+        EnvironmentTab, "find_interpreters", staticmethod(lambda: [Candidate(sys.executable, "x")])
+    )
+    app = TfgpuApp(Settings(python=sys.executable), initial_tab="environment")
+    async with app.run_test(size=(120, 30)) as pilot:
+        tab = app.query_one(EnvironmentTab)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
+        field = app.screen.query_one("#picker-path", Input)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: field.has_focus)
+        field.value = str(bare_venv)
+        await pilot.press("enter")
+        problem = app.screen.query_one("#picker-problem", Static)
+        await wait_until(pilot, lambda: "is a directory" in str(problem.render()))
+        assert isinstance(app.screen, TargetPicker) and problem.display
+        field.value = str(bare_venv / "bin" / "python")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: checked[-1] == str(bare_venv / "bin" / "python"), timeout=30)
+        assert not isinstance(app.screen, TargetPicker)

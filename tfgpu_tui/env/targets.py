@@ -5,13 +5,19 @@ loaded from: ``/proc/PID/maps`` names the site-packages, ``/proc/PID/exe`` the b
 ``$CONDA_PREFIX``, ``python3`` on PATH, and the dashboard's own. Each is asked for its TensorFlow version in a
 child process (no TensorFlow import: package metadata only). The first candidate that has TensorFlow is the
 target; TensorFlow missing from the dashboard's own interpreter is then no failure.
+
+The `p` picker lists more (`picker_candidates`): conda environments (``~/.conda/environments.txt``,
+``~/miniconda3``, ``~/anaconda3``... and their ``envs/*``), ``~/.venv*``, ``~/venvs/*``, pyenv's versions and
+the interpreters of this user's running Python processes, and checks a typed path (`typed_interpreter`).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -35,6 +41,7 @@ VERSION_SCRIPT = (
     "else:\n"
     "    print('-')\n"
 )
+CONDA_BASES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge")
 SITE_PACKAGES = re.compile(rb"(/\S+?)/lib(?:64)?/python\d+\.\d+/(?:site|dist)-packages/tensorflow/")
 
 
@@ -130,11 +137,130 @@ def find_candidates(
     if path_python:
         listed.append(Candidate(path_python, "python3 on PATH"))
     listed.append(Candidate(own_python, "this dashboard's own interpreter"))
+    return unique_environments(listed)
+
+
+def unique_environments(candidates: list[Candidate]) -> list[Candidate]:
+    """Each interpreter once, the first listing kept: deduplicated by real path, that of the binary and that
+    of its bin/ folder (python and python3 of one venv are one; a venv and the Python it links to are not)."""
     unique: dict[tuple[str, str], Candidate] = {}
-    for candidate in listed:  # one per environment: same bin/ folder and same binary
+    for candidate in candidates:
         path = os.path.abspath(candidate.python)
-        unique.setdefault((os.path.dirname(path), os.path.realpath(path)), candidate)
+        unique.setdefault((os.path.realpath(os.path.dirname(path)), os.path.realpath(path)), candidate)
     return list(unique.values())
+
+
+def picker_candidates(
+    own_python: str = sys.executable, environ: Mapping[str, str] | None = None, home: str | None = None
+) -> list[Candidate]:
+    """What the `p` picker lists: `find_candidates`, then every environment found under the home directory
+    and the interpreters of this user's running Python processes, each once."""
+    env = os.environ if environ is None else environ
+    home = os.path.expanduser("~") if home is None else home
+    found = [
+        Candidate(python, source)
+        for prefix, source in environment_prefixes(home, env)
+        if (python := _prefix_python(prefix)) is not None
+    ]
+    return unique_environments(find_candidates(own_python, env) + found + python_processes())
+
+
+def environment_prefixes(home: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(prefix, where it was found) of every conda environment, venv and pyenv version in the usual places
+    (what ``conda info --envs`` lists, without running conda)."""
+    places: list[tuple[str, str]] = []
+    try:
+        with open(os.path.join(home, ".conda", "environments.txt"), encoding="utf-8") as handle:
+            places += [(line.strip(), "conda environment") for line in handle if line.strip()]
+    except OSError:
+        pass
+    for base in CONDA_BASES:
+        root = os.path.join(home, base)
+        places.append((root, f"conda base (~/{base})"))
+        places += [(prefix, f"conda environment (~/{base}/envs)") for prefix in _subdirs(root, "envs", "*")]
+    places += [(prefix, "~/.venv*") for prefix in _subdirs(home, ".venv*")]
+    places += [(prefix, "~/venvs") for prefix in _subdirs(home, "venvs", "*")]
+    pyenv = environ.get("PYENV_ROOT") or os.path.join(home, ".pyenv")
+    places += [(prefix, "pyenv version") for prefix in _subdirs(pyenv, "versions", "*")]
+    return places
+
+
+def _subdirs(*parts: str) -> list[str]:
+    """The directories matching a glob pattern, in name order, links after real ones (so that a link to
+    an environment found already is the duplicate)."""
+    found = [path for path in glob.glob(os.path.join(*parts)) if os.path.isdir(path)]
+    return sorted(found, key=lambda path: (os.path.islink(path), path))
+
+
+def python_processes(own_pid: int | None = None, uid: int | None = None) -> list[Candidate]:
+    """The interpreters of this user's running Python processes (tfgpu-tui's own children left out): the
+    path it was started as when absolute (a venv's bin/python), else its environment's, else its binary."""
+    from tfgpu_tui.gpu.processes import read_environ
+
+    own_pid = os.getpid() if own_pid is None else own_pid
+    uid = os.getuid() if uid is None else uid
+    found: list[Candidate] = []
+    try:
+        names = sorted((n for n in os.listdir(PROC) if n.isdigit()), key=int)
+    except OSError:
+        return found
+    for name in names:
+        pid = int(name)
+        try:
+            if pid == own_pid or os.stat(f"{PROC}/{pid}").st_uid != uid:
+                continue
+            if not Path(f"{PROC}/{pid}/comm").read_bytes().startswith(b"python"):
+                continue
+            argv = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        environ = read_environ(pid) or b""
+        if argv_is_child(argv) or environ_is_child(environ):
+            continue
+        python = _started_as(pid, argv, environ)
+        if python:
+            command = " ".join(part for part in argv[:3] if part)
+            found.append(Candidate(python, f"running Python process PID {pid} ({command})"))
+            if len(found) >= MAX_PROCESSES:
+                break
+    return found
+
+
+def _started_as(pid: int, argv: list[str], environ: bytes) -> str | None:
+    """The interpreter a process runs: argv[0] when an absolute path to an executable, else that of the
+    environment it was started in ($VIRTUAL_ENV / $CONDA_PREFIX), else /proc/PID/exe."""
+    if argv and os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK):
+        return argv[0]
+    for line in environ.split(b"\0"):
+        name, _, value = line.partition(b"=")
+        if name in (b"VIRTUAL_ENV", b"CONDA_PREFIX") and value:
+            python = _prefix_python(value.decode(errors="replace"))
+            if python:
+                return python
+    try:
+        return os.readlink(f"{PROC}/{pid}/exe")
+    except OSError:
+        return None
+
+
+def typed_interpreter(text: str) -> str:
+    """The absolute path of an interpreter the user typed (``~`` expanded), if it is an existing executable
+    regular file; raises ValueError with one line saying what is wrong otherwise."""
+    typed = text.strip()
+    if not typed:
+        raise ValueError("Type the path of a Python interpreter, e.g. ~/venvs/tf/bin/python.")
+    path = os.path.abspath(os.path.expanduser(typed))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise ValueError(f"{path}: {error.strerror or 'cannot be read'}.") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{path} is a directory; give its interpreter, e.g. {path}/bin/python.")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is not a regular file.")
+    if not os.access(path, os.X_OK):
+        raise ValueError(f"{path} is not executable.")
+    return path
 
 
 def ask_version(candidate: Candidate, timeout: float = ASK_TIMEOUT_SECONDS) -> Candidate:

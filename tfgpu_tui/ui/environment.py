@@ -27,7 +27,7 @@ from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
-from tfgpu_tui.env.targets import Candidate, Target, find_candidates, resolve_target, with_versions
+from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
 from tfgpu_tui.env.tf_inspection import run_probe_with_retry
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -118,6 +118,7 @@ class EnvironmentTab(DashboardTab):
     collect = staticmethod(collect_facts)
     probe = staticmethod(run_probe_with_retry)
     resolve = staticmethod(resolve_target)  # which interpreter, when --python was not given (env/targets.py)
+    find_interpreters = staticmethod(picker_candidates)  # what p lists
 
     def __init__(self, settings) -> None:  # noqa: ANN001 - Settings, as in DashboardTab
         super().__init__(settings)
@@ -306,7 +307,7 @@ class EnvironmentTab(DashboardTab):
 
     @work(thread=True, group="env-targets", exclusive=True, exit_on_error=False)
     def _find_candidates(self) -> None:
-        candidates = with_versions(find_candidates())
+        candidates = with_versions(self.find_interpreters())
         if self.target is not None and self.target.python not in [c.python for c in candidates]:
             candidates.append(Candidate(self.target.python, self.target.why))
         self.app.call_from_thread(self._open_picker, candidates)

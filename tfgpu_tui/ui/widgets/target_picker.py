@@ -1,4 +1,5 @@
-"""A small modal listing the Python interpreters found (with their TensorFlow version) to check instead."""
+"""A small modal listing the Python interpreters found (with their TensorFlow version) to check instead, with
+a field for the path of one that was not found."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tfgpu_tui.env.targets import Candidate
+from tfgpu_tui.env.targets import Candidate, typed_interpreter
 
 
 def candidate_label(candidate: Candidate, current: str) -> Text:
@@ -28,7 +29,8 @@ def candidate_label(candidate: Candidate, current: str) -> Text:
 
 
 class TargetPicker(ModalScreen[str | None]):
-    """Enter picks the highlighted interpreter; Escape keeps the current one."""
+    """Enter picks the highlighted interpreter, or checks the path typed in the field (Tab reaches it);
+    Escape keeps the current one."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
@@ -39,10 +41,14 @@ class TargetPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("Which Python's TensorFlow to check (Enter picks, Esc cancels)")
+            yield Static("Which Python's TensorFlow to check (Enter picks, Tab: type a path, Esc cancels)")
             yield OptionList(
                 *(Option(candidate_label(c, self.current), id=str(i)) for i, c in enumerate(self.candidates))
             )
+            yield Input(
+                placeholder="or the path of another interpreter, e.g. ~/venvs/tf/bin/python", id="picker-path"
+            )
+            yield Static(id="picker-problem")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -52,6 +58,17 @@ class TargetPicker(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(self.candidates[int(event.option.id or 0)].python)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Check the typed path: an existing executable file is picked, anything else gets one line why."""
+        problem = self.query_one("#picker-problem", Static)
+        try:
+            python = typed_interpreter(event.value)
+        except ValueError as error:
+            problem.update(str(error))
+            problem.display = True
+            return
+        self.dismiss(python)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
