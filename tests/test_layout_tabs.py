@@ -90,7 +90,14 @@ async def test_environment_tab_fits(size: tuple[int, int]) -> None:
         tab = app.query_one(EnvironmentTab)
         await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=20)
         tab.reveal("cuda_libraries")
-        await pilot.pause(0.2)
+        fix_shown = app.query_one("#env-fix", Static)
+
+        def revealed() -> bool:  # the selection reaches the detail, laid out: waited for, not a fixed 0.2 s
+            finding = tab.selected_finding()
+            drawn = visible(fix_shown) and lines_of(fix_shown, 1)[0].strip() == finding.fix
+            return finding.id == "cuda_libraries" and drawn and visible(app.query_one(FindingDetail))
+
+        await wait_until(pilot, revealed)
         table = app.query_one("#env-findings", DataTable)
         detail = app.query_one(FindingDetail)
         assert visible(app.query_one("#env-status")) and visible(table) and visible(detail)
@@ -115,8 +122,15 @@ async def test_training_tab_fits(size: tuple[int, int]) -> None:
     async with app.run_test(size=size) as pilot:
         table = app.query_one(EpochTable)
         await wait_until(pilot, lambda: table.row_count >= 3, timeout=20)
-        await pilot.pause(0.3)
-        for selector in ("#training-status", "#training-context", "#training-problems-box"):
+        boxes = ("#training-status", "#training-context", "#training-problems-box")
+
+        def laid_out() -> bool:  # the tab settles over a few frames: waited for, not a fixed 0.3 s
+            shown = all(visible(app.query_one(selector)) for selector in boxes)
+            focus_in_tab = app.focused is not None and app.query_one(TrainingTab) in app.focused.ancestors
+            return shown and visible(table) and table.region.height >= 4 and focus_in_tab  # its keys work
+
+        await wait_until(pilot, laid_out)
+        for selector in boxes:
             assert visible(app.query_one(selector)), selector
         assert visible(table) and table.region.height >= 4
         assert table.shown_columns[:4] == ["epoch", "loss", "val_loss", "time"]
@@ -125,7 +139,7 @@ async def test_training_tab_fits(size: tuple[int, int]) -> None:
         if size[1] < TrainingTab.SHORT_BELOW:
             assert not any(plot.display and plot.region.area for plot in plots)
             await pilot.press("g")  # shown on request
-            await pilot.pause(0.3)
+            await wait_until(pilot, lambda: all(visible(plot) for plot in plots))  # laid out (no fixed sleep)
         assert all(visible(plot) and plot.region.height >= 6 for plot in plots)
         assert visible(table), "the epoch table stays on screen with the plots"
 
@@ -138,8 +152,12 @@ async def test_training_problem_fix_shows_without_scrolling(tmp_path: Path, size
     async with app.run_test(size=size) as pilot:
         problems = app.query_one("#training-problems", Static)
         await wait_until(pilot, lambda: "NAN_LOSS" in str(problems.render()), timeout=20)
-        await pilot.pause(0.3)
         box = app.query_one("#training-problems-box")
+
+        def fix_shown() -> bool:  # the box settles over a few frames: waited for, not a fixed 0.3 s
+            return visible(box) and "clipnorm" in "\n".join(lines_of(problems, box.content_region.height))
+
+        await wait_until(pilot, fix_shown)
         assert visible(box) and box.scroll_y == 0
         shown = "\n".join(lines_of(problems, box.content_region.height))
         assert "NAN_LOSS" in shown and "clipnorm" in shown, shown
@@ -176,8 +194,8 @@ async def test_batch_probe_controls_reachable_by_tab_and_scrolled_into_view(size
             assert focused is not None
             if focused.id in {selector[1:] for selector in FORM_CONTROLS}:
                 reached.append(focused.id)
-                await pilot.pause(0.1)  # the scroll into view is animated for a frame or two
-                assert visible(focused), focused.id
+                # the scroll into view is animated for a frame or two: waited for, not a fixed 0.1 s
+                await wait_until(pilot, lambda widget=focused: visible(widget))
             await pilot.press("tab")
         # Every enabled control, in reading order (Cancel is disabled until a probe runs).
         assert reached[: len(FORM_CONTROLS) - 1] == [selector[1:] for selector in FORM_CONTROLS[:-1]]
@@ -188,15 +206,17 @@ async def test_help_screen_fits_80x24() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        await pilot.pause(0.2)
         box = app.screen.query_one("#help-box")
-        assert visible(box) and box.region == app.screen.region
         title = app.screen.query_one("#help-title", Static)
-        assert visible(title) and "esc closes" in str(title.render())
         scroll = app.screen.query_one("#help-scroll")
+        parts = (box, title, scroll)
+        await wait_until(pilot, lambda: all(map(visible, parts)) and scroll.max_scroll_y > 0)  # laid out
+        assert visible(box) and box.region == app.screen.region
+        assert visible(title) and "esc closes" in str(title.render())
         assert visible(scroll) and scroll.max_scroll_y > 0  # longer than the screen: it scrolls
         scroll.scroll_end(animate=False)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)  # scrolled (no fixed sleep)
+        await pilot.pause()
         assert visible(title)
 
 
@@ -207,8 +227,9 @@ async def test_command_palette_fits_80x24() -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
         for char in "Copy":
             await pilot.press(char)
-        await pilot.pause(0.5)
         palette = app.screen
+        # the palette adds its search results in batches (every 0.25 s): waited for, not a fixed 0.5 s
+        await wait_until(pilot, lambda: palette.query_one("CommandList").option_count >= 2)
         search = palette.query_one(Input)
         assert visible(search)
         options = palette.query_one("CommandList")
