@@ -1,7 +1,7 @@
 """SVG snapshots of every tab at 80x24 and 120x40 on the demo source (pytest-textual-snapshot).
 
 The demo is made repeatable here: the simulated GPUs run on a fixed clock, the host line's CPU/memory and
-the refresh cost are fixed, the user and host names are fixed, the Training tab follows a copy of a fixed log
+the refresh cost are fixed, the user, home and host names are fixed, the Training tab follows a copy of a fixed log
 (by a relative path), and the Batch probe sees no GPU. Update with ``pytest tests/test_snapshots.py
 --snapshot-update`` after a deliberate change, and look at the SVGs in ``tests/__snapshots__/`` before
 committing them.
@@ -69,6 +69,7 @@ def frozen_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Fix what the demo takes from the clock and the machine; the working directory holds train.log."""
     monkeypatch.setattr(simulated, "SimulatedSource", FrozenSource)
     monkeypatch.setattr(getpass, "getuser", lambda: "ana")
+    monkeypatch.setenv("HOME", "/home/ana")  # the simulated machine's Python lives in ~/venvs/tf
     monkeypatch.setattr(socket, "gethostname", lambda: "gpu-box")
     for module in (sampler_module, monitor):
         monkeypatch.setattr(module, "time", FrozenPerfCounter())
