@@ -4,7 +4,6 @@ dcgm-exporter's names, types and labels, no sentinels, the no-driver case, and t
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -181,12 +180,18 @@ def test_unreadable_web_config_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert "not a bcrypt hash" in capsys.readouterr().err
 
 
-def test_idle_connections_cannot_exhaust_the_server() -> None:
+def test_idle_connections_cannot_exhaust_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     import http.client
     import socket
+    import urllib.error
 
+    from waiting import wait_for
+
+    from tfgpu_tui.fleet import server as server_module
     from tfgpu_tui.fleet.server import MAX_CONNECTIONS
 
+    # the idle connections keep their slots however slowly this test runs (not dropped after the 10 s timeout)
+    monkeypatch.setattr(server_module, "CONNECTION_TIMEOUT_SECONDS", 600.0)
     settings = Settings(demo=True)
     ex = Exporter(settings, hostname="busy")
     ex.sample_once()
@@ -195,16 +200,22 @@ def test_idle_connections_cannot_exhaust_the_server() -> None:
     port = server.server_address[1]
     idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_CONNECTIONS)]
     try:
-        time.sleep(0.3)  # all accepted, each holding a slot
+        # the server accepts in order: this one comes after every idle one has taken its slot (no sleep)
         refused = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         with pytest.raises((ConnectionError, http.client.RemoteDisconnected)):
             refused.request("GET", "/metrics")
             refused.getresponse()
         for sock in idle:
             sock.close()
-        time.sleep(0.3)
-        with urllib.request.urlopen(server.url, timeout=5) as reply:
-            assert reply.status == 200
+
+        def served() -> bool:
+            try:
+                with urllib.request.urlopen(server.url, timeout=5) as reply:
+                    return reply.status == 200
+            except (ConnectionError, urllib.error.URLError):
+                return False  # the slots are not all given back yet
+
+        wait_for(served)  # the closed connections give their slots back: polled for, not a fixed 0.3 s
     finally:
         for sock in idle:
             sock.close()
