@@ -3,9 +3,9 @@ GPUs, labelled SIMULATED).
 
 Usage: python scripts/make_screenshots.py [--only monitor,training] [--out screenshots]
 
-The GPUs are the demo's (SIMULATED). The Environment tab shows the demo's recorded probe; the Training tab
-follows tests/fixtures/training/screenshot_demo.log; the Batch probe runs a real CPU probe of builtin:cnn
-(tensorflow-cpu is enough, about two minutes).
+Everything is the demo's one simulated machine (SIMULATED): its GPUs, the Environment tab's recorded problems
+on that machine, the Batch probe's simulated trials of builtin:cnn on its GPU 0; the Training tab follows
+tests/fixtures/training/screenshot_demo.log.
 """
 
 from __future__ import annotations
@@ -99,13 +99,9 @@ async def take(name: str, shot: Shot, out: Path) -> Path:
 
 
 async def prepare(name: str, app: TfgpuApp, pilot) -> None:  # noqa: ANN001 - textual's Pilot
-    """Tab-specific set-up before waiting: the Batch probe starts a real CPU run of builtin:cnn."""
+    """Tab-specific set-up before waiting: the Batch probe starts its simulated run of builtin:cnn."""
     if name == "batch_probe":
-        from textual.widgets import Input
-
         await pilot.pause(0.5)
-        app.query_one("#probe-budget", Input).value = "40"
-        app.query_one("#probe-max-batch", Input).value = "1024"
         app.query_one("#probe-start").focus()
         await pilot.press("ctrl+r")
 
