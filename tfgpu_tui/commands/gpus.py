@@ -14,7 +14,7 @@ from tfgpu_tui.gpu.proc_stat import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window
-    from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
+    from tfgpu_tui.gpu.model import DeviceSample, MigDevice, ProcessRow, Snapshot
     from tfgpu_tui.gpu.sampler import Sampler
 
 CPU_WINDOW_SECONDS = 0.2  # a one-shot's CPU % covers at least this (20 clock ticks: 5 % steps)
@@ -22,7 +22,7 @@ DEFAULT_WINDOW_SECONDS = 2.0
 CONFIRM_STEP_SECONDS = 0.5
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 TABLE_HEADER = (
-    f"{'GPU':>3} {'PID':>8} {'USER':<10} {'GPU-MiB':>8} {'SM%':>4} {'CPU%':>5} {'HOST-MiB':>8} {'TIME':>8}  "
+    f"{'GPU':>4} {'PID':>8} {'USER':<10} {'GPU-MiB':>8} {'SM%':>4} {'CPU%':>5} {'HOST-MiB':>8} {'TIME':>8}  "
     "COMMAND"
 )
 
@@ -91,6 +91,26 @@ def device_line(device: DeviceSample) -> str:
     )
 
 
+def mig_lines(device: DeviceSample) -> list[str]:
+    """A GPU in MIG mode: why its utilisation (and, unprivileged, memory) is not shown, then one line per MIG
+    device: its label, profile, instance IDs, memory and UUID (what CUDA_VISIBLE_DEVICES takes)."""
+    if not device.mig_mode:
+        return []
+    why = "    MIG mode: NVML reports no utilisation in MIG mode"
+    if device.memory_used_mib is None:
+        why += "; the whole GPU's memory needs privileges: each MIG device's is below"
+    return [why] + [mig_line(mig) for mig in device.mig_devices]
+
+
+def mig_line(mig: MigDevice) -> str:
+    """One MIG device of a GPU in MIG mode."""
+    if mig.lost:
+        return f"  [{mig.label}] MIG {mig.profile or mig.name:<17} | ((MIG device is lost))"
+    memory = f"{_num(mig.memory_used_mib):>6} / {_num(mig.memory_total_mib):>6} MiB"
+    ids = f"GI {_num(mig.gpu_instance_id, 'd', '?')} CI {_num(mig.compute_instance_id, 'd', '?')}"
+    return f"  [{mig.label}] MIG {mig.profile or mig.name:<17} | {ids:<9} | {memory} | {mig.uuid or 'N/A'}"
+
+
 def process_command(row: ProcessRow) -> str:
     """The command column: the notebook for Jupyter kernels, a marker for unresolved rows, how a row was
     joined to its process inside a container, and why its memory is not a reported figure."""
@@ -120,11 +140,11 @@ def process_command(row: ProcessRow) -> str:
 
 def process_line(row: ProcessRow) -> str:
     """One row of the process table."""
-    gpu = "cpu" if row.gpu_index is None else str(row.gpu_index)
+    gpu = "cpu" if row.gpu_index is None else row.device_label
     memory = ("≈" if row.memory_estimated else "") + _num(row.gpu_memory_mib, ".0f", "-")
     pid = "-" if row.local_pid is None else str(row.pid)
     return (
-        f"{gpu:>3} {pid:>8} {(row.user or '-')[:10]:<10} {memory:>8} "
+        f"{gpu:>4} {pid:>8} {(row.user or '-')[:10]:<10} {memory:>8} "
         f"{_num(row.sm_percent, '.0f', '-'):>4} {_num(row.cpu_percent, '.0f', '-'):>5} "
         f"{_num(row.host_memory_mib, '.0f', '-'):>8} {running_text(row.running_seconds, '-'):>8}  "
         f"{process_command(row)}"
@@ -142,7 +162,8 @@ def render(snapshot: Snapshot) -> str:
     lines = [head]
     if snapshot.error:
         lines += [f"No GPU to monitor: {snapshot.error.message}", f"  fix: {snapshot.error.fix}"]
-    lines += [device_line(d) for d in snapshot.devices]
+    for device in snapshot.devices:
+        lines += [device_line(device), *mig_lines(device)]
     if snapshot.host:
         host = snapshot.host
         lines.append(

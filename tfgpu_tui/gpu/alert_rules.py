@@ -10,13 +10,13 @@ tfgpu-tui's own children (``ProcessRow.own_child``) never raise an alert.
 
 from __future__ import annotations
 
-import math
 import os
+from dataclasses import dataclass
 from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity, ordered
 from tfgpu_tui.gpu.history import RollingMeans
-from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, ProcessRow
+from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, MigDevice, ProcessRow
 from tfgpu_tui.settings import Settings
 
 FALLBACK_PROCESS_FIX = (
@@ -348,21 +348,18 @@ class AlertRules:
         return alerts
 
     def _memory_growth(self, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
-        """A TensorFlow process holds nearly a whole GPU that other processes share (or the GPU is full and it
-        holds most of it): TensorFlow's default pre-allocation starves the others.
+        """A TensorFlow process holds nearly a whole GPU (or MIG slice) that other processes share (or it is
+        full and it holds most of it): TensorFlow's default pre-allocation starves the others.
 
         Alone on a card, holding ~95 % is just that default and harms no one, so it is not reported.
         """
         alerts = []
-        by_gpu: dict[int | None, list[ProcessRow]] = {}
-        for row in processes:
-            by_gpu.setdefault(row.gpu_index, []).append(row)
-        for device in devices:
-            total = device.memory_total_mib
-            sharing = by_gpu.get(device.index, [])
-            if device.lost or not total or len({r.pid for r in sharing}) < 2:
+        for memory in memory_views(devices):
+            total = memory.total_mib
+            sharing = [row for row in processes if memory.holds(row)]
+            if memory.lost or not total or len({r.pid for r in sharing}) < 2:
                 continue
-            full = (device.memory_percent or 0.0) >= self.settings.memory_full_percent
+            full = (memory.percent or 0.0) >= self.settings.memory_full_percent
             for row in sharing:
                 share = 100.0 * (row.gpu_memory_mib or 0.0) / total
                 if not row.tensorflow_loaded or not (
@@ -375,8 +372,8 @@ class AlertRules:
                     Alert(
                         "memory_growth_off",
                         Severity.INFO,
-                        f"{_describe(row)} holds {row.gpu_memory_mib:.0f} MiB ({share:.0f} %) of GPU "
-                        f"{device.index}, which {others} other process{'es' if others > 1 else ''} share: "
+                        f"{_describe(row)} holds {row.gpu_memory_mib:.0f} MiB ({share:.0f} %) of "
+                        f"{memory.name}, which {others} other process{'es' if others > 1 else ''} share: "
                         "TensorFlow pre-allocates nearly all free memory unless memory growth is on, so the "
                         "others are left with little or none (out-of-memory errors)",
                         MEMORY_GROWTH_FIX,
@@ -387,17 +384,17 @@ class AlertRules:
 
     def _memory_full(self, devices: list[DeviceSample]) -> list[Alert]:
         alerts = []
-        for device in devices:
-            percent = device.memory_percent
+        for memory in memory_views(devices):
+            percent = memory.percent
             if percent is not None and percent >= self.settings.memory_full_percent:
                 alerts.append(
                     Alert(
                         "memory_full",
                         Severity.CRITICAL if percent >= 99 else Severity.WARNING,
-                        f"GPU {device.index} memory is {percent:.0f} % full "
-                        f"({device.memory_used_mib:.0f} of {device.memory_total_mib:.0f} MiB)",
+                        f"{memory.name} memory is {percent:.0f} % full "
+                        f"({memory.used_mib:.0f} of {memory.total_mib:.0f} MiB)",
                         MEMORY_FULL_FIX,
-                        f"GPU {device.index}",
+                        memory.subject,
                     )
                 )
         return alerts
@@ -405,25 +402,70 @@ class AlertRules:
     def _unattributed(self, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         """GPU memory in use that no listed process accounts for (hidden holders)."""
         alerts = []
-        held: dict[int | None, float] = {}  # GPU -> MiB its processes hold; NaN when one is unknown
-        for row in processes:  # one pass, not one per GPU
-            mib = row.gpu_memory_mib
-            held[row.gpu_index] = held.get(row.gpu_index, 0.0) + (math.nan if mib is None else mib)
-        for device in devices:
-            if device.lost or device.memory_used_mib is None or not device.memory_total_mib:
+        for memory in memory_views(devices):
+            if memory.lost or memory.used_mib is None or not memory.total_mib:
                 continue
-            listed = held.get(device.index, 0.0)
-            if math.isnan(listed):  # per-process memory unknown (WDDM, MIG): cannot tell
+            held = [row.gpu_memory_mib for row in processes if memory.holds(row)]
+            if any(mib is None for mib in held):  # per-process memory unknown (WDDM, a container)
                 continue
-            missing = device.memory_used_mib - listed
-            if missing >= max(UNATTRIBUTED_MIN_MIB, 0.1 * device.memory_total_mib):
+            missing = memory.used_mib - sum(mib or 0.0 for mib in held)
+            if missing >= max(UNATTRIBUTED_MIN_MIB, 0.1 * memory.total_mib):
                 alerts.append(
                     Alert(
                         "unattributed_vram",
                         Severity.INFO,
-                        f"GPU {device.index}: {missing:.0f} MiB in use is not held by any listed process",
+                        f"{memory.name}: {missing:.0f} MiB in use is not held by any listed process",
                         UNATTRIBUTED_IN_CONTAINER_FIX if self.own_pid_namespace else UNATTRIBUTED_FIX,
-                        f"GPU {device.index}",
+                        memory.subject,
                     )
                 )
         return alerts
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """One pool of GPU memory: a GPU, or in MIG mode a GPU instance (shared by its compute instances)."""
+
+    gpu_index: int
+    mig_indices: tuple[int, ...] | None  # None: the whole GPU
+    name: str  # "GPU 0", or "MIG 1g.10gb (GPU 0:2)"
+    subject: str  # "GPU 0", "GPU 0:2"
+    used_mib: float | None
+    total_mib: float | None
+    lost: bool
+
+    @property
+    def percent(self) -> float | None:
+        if self.used_mib is None or not self.total_mib:
+            return None
+        return 100.0 * self.used_mib / self.total_mib
+
+    def holds(self, row: ProcessRow) -> bool:
+        """Whether the process's memory is in this pool."""
+        if row.gpu_index != self.gpu_index:
+            return False
+        return row.mig_index is None if self.mig_indices is None else row.mig_index in self.mig_indices
+
+
+def memory_views(devices: list[DeviceSample]) -> list[MemoryView]:
+    """Every memory pool: each GPU not in MIG mode, and each GPU instance of a GPU in MIG mode (its
+    parent's aggregate, readable with privileges only, repeats them)."""
+    views = []
+    for d in devices:
+        if not d.mig_mode:
+            name = f"GPU {d.index}"
+            views.append(MemoryView(d.index, None, name, name, d.memory_used_mib, d.memory_total_mib, d.lost))
+            continue
+        by_instance: dict[object, list[MigDevice]] = {}
+        for mig in d.mig_devices:
+            key = mig.gpu_instance_id if mig.gpu_instance_id is not None else ("mig", mig.mig_index)
+            by_instance.setdefault(key, []).append(mig)
+        for members in by_instance.values():
+            first = members[0]
+            labels = " and ".join(m.label for m in members)
+            name = f"MIG {first.profile or first.name} (GPU {labels})"
+            indices = tuple(m.mig_index for m in members)
+            used, total = first.memory_used_mib, first.memory_total_mib
+            lost = d.lost or first.lost
+            views.append(MemoryView(d.index, indices, name, f"GPU {first.label}", used, total, lost))
+    return views

@@ -13,6 +13,9 @@ def device_dict(device: DeviceSample) -> dict[str, Any]:
     """One GPU's readings; unavailable fields are null and ``unavailable`` says why."""
     data = dataclasses.asdict(device)
     data["memory_percent"] = device.memory_percent
+    for mig, exported in zip(device.mig_devices, data["mig_devices"], strict=True):
+        exported["memory_percent"] = mig.memory_percent
+        exported["label"] = mig.label
     return data
 
 

@@ -45,6 +45,36 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
+class MigDevice:
+    """One MIG device (a compute instance of a GPU instance) of a GPU in MIG mode: a GPU of its own to CUDA
+    (`CUDA_VISIBLE_DEVICES=MIG-…`), with its own memory and processes; utilisation is not reported in MIG
+    mode. Its memory belongs to its GPU instance (the CIs of one GI share it)."""
+
+    gpu_index: int  # the parent GPU
+    mig_index: int  # its index among the parent's MIG devices
+    name: str  # e.g. NVIDIA A100-SXM4-80GB MIG 1g.10gb
+    profile: str | None  # e.g. 1g.10gb
+    uuid: str | None  # MIG-…, what CUDA_VISIBLE_DEVICES takes
+    gpu_instance_id: int | None
+    compute_instance_id: int | None
+    memory_used_mib: float | None
+    memory_total_mib: float | None
+    lost: bool = False
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """How the faces name it: `0:2` is MIG device 2 of GPU 0."""
+        return f"{self.gpu_index}:{self.mig_index}"
+
+    @property
+    def memory_percent(self) -> float | None:
+        if self.memory_used_mib is None or not self.memory_total_mib:
+            return None
+        return 100.0 * self.memory_used_mib / self.memory_total_mib
+
+
+@dataclass(frozen=True)
 class DeviceSample:
     """One sample of one GPU's live readings. ``None`` means not available; ``unavailable`` says why."""
 
@@ -71,6 +101,8 @@ class DeviceSample:
     pcie_tx_kbs: float | None = None  # KB/s over NVML's 20 ms window
     pcie_rx_kbs: float | None = None
     minor_number: int | None = None  # N of /dev/nvidiaN: joins the GPU to the device files processes hold
+    mig_mode: bool = False  # in MIG mode: the work runs on `mig_devices`, utilisation is not reported
+    mig_devices: tuple[MigDevice, ...] = ()
 
     @property
     def memory_percent(self) -> float | None:
@@ -152,6 +184,7 @@ class ProcessRow:
     own_child: bool = False  # a tfgpu-tui child (environment or batch probe): never alerted on
     gpus_hidden: bool = False  # its CUDA_VISIBLE_DEVICES hides every GPU: on the CPU on purpose
     idle_seconds: float | None = None  # how long it has held GPU memory at 0 % SM (added by the Sampler)
+    mig_index: int | None = None  # the MIG device of GPU gpu_index it runs on (MigDevice.mig_index)
     # Inside a container (a PID namespace of its own) NVML's PIDs may not be ours (gpu/attribution.py):
     # None on the host, where NVML's PID is the local one
     attribution: Attribution | None = None
@@ -162,6 +195,18 @@ class ProcessRow:
     @property
     def identity(self) -> ProcessIdentity:
         return ProcessIdentity(self.pid, self.create_time)
+
+    @property
+    def device_label(self) -> str:
+        """Where it runs: `0`, `0:2` (MIG device 2 of GPU 0), or `CPU`."""
+        if self.gpu_index is None:
+            return "CPU"
+        return str(self.gpu_index) if self.mig_index is None else f"{self.gpu_index}:{self.mig_index}"
+
+    @property
+    def device_key(self) -> tuple[int, int | None] | None:
+        """The device whose memory it holds: (GPU, MIG device or None); None on the CPU."""
+        return None if self.gpu_index is None else (self.gpu_index, self.mig_index)
 
     @property
     def local(self) -> bool:

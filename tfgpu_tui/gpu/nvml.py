@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, NvmlUnavailable
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample
 
 MIB = 2**20
@@ -72,6 +72,20 @@ INIT_FAILURES = {
 }
 
 
+MIG_UTILIZATION = "not reported in MIG mode (NVML reports no utilisation for a GPU in MIG mode or its slices)"
+MIG_PARENT_MEMORY = (
+    "not readable for the whole GPU in MIG mode without privileges: each MIG device shows its own"
+)
+
+
+def mig_parent_reasons(unavailable: dict[str, str]) -> dict[str, str]:
+    """Why a GPU in MIG mode shows no utilisation (never reported) and, unprivileged, no memory."""
+    reasons = dict(unavailable, utilization=MIG_UTILIZATION)
+    if "memory" in reasons:
+        reasons["memory"] = MIG_PARENT_MEMORY
+    return reasons
+
+
 class _Lost(Exception):
     """The GPU answered GpuIsLost."""
 
@@ -87,6 +101,23 @@ class _Device:
     lost: bool = False
     unsupported: dict[str, str] = field(default_factory=dict)
     last_seen_us: int = 0
+    mig: list[_Mig] | None = None  # in MIG mode: its MIG devices (each a CUDA device of its own)
+
+
+@dataclass
+class _Mig(_Device):
+    """One MIG device of a GPU in MIG mode: its own handle, memory and processes."""
+
+    mig_index: int = 0
+    uuid: str | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+
+
+def mig_profile(name: str) -> str | None:
+    """The profile in a MIG device's name: `NVIDIA A100-SXM4-80GB MIG 1g.10gb` -> `1g.10gb`."""
+    head, found, profile = name.rpartition(" MIG ")
+    return profile.strip() or None if found else None
 
 
 def unavailable_from_error(error: Exception) -> NvmlUnavailable:
@@ -230,6 +261,9 @@ class NvmlSource:
             )
             pci = self._query(device, "pci_info", lambda: nvml.nvmlDeviceGetPciInfo(handle))
             minor = self._query(device, "minor_number", lambda: nvml.nvmlDeviceGetMinorNumber(handle))
+            mode = self._query(device, "mig_mode", lambda: nvml.nvmlDeviceGetMigMode(handle))
+            if mode is not None and int(mode[0]) == 1:
+                device.mig = self._open_mig_devices(nvml, device)
         except _Lost:
             device.lost = True
             return device
@@ -245,6 +279,54 @@ class NvmlSource:
             int(minor) if isinstance(minor, int) else None,
         )
         return device
+
+    def _open_mig_devices(self, nvml: ModuleType, parent: _Device) -> list[_Mig]:
+        """The MIG devices of a GPU in MIG mode, with their static facts (name, UUID, instance IDs)."""
+        count = self._query(parent, "mig_count", lambda: nvml.nvmlDeviceGetMaxMigDeviceCount(parent.handle))
+        found: list[_Mig] = []
+        for index in range(int(count or 0)):
+            try:
+                handle = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent.handle, index)
+            except Exception as exc:
+                if getattr(exc, "value", None) == GPU_IS_LOST:
+                    raise _Lost from None
+                continue  # no MIG device at that index (NotFound)
+            mig = _Mig(parent.index, handle, f"{parent.name} MIG", mig_index=index)
+            found.append(self._open_mig(nvml, mig))
+        return found
+
+    def _open_mig(self, nvml: ModuleType, mig: _Mig) -> _Mig:
+        """Read one MIG device's static facts."""
+        handle = mig.handle
+        mig.name = _text(self._query(mig, "name", lambda: nvml.nvmlDeviceGetName(handle)) or mig.name)
+        uuid = self._query(mig, "uuid", lambda: nvml.nvmlDeviceGetUUID(handle))
+        mig.uuid = _text(uuid) if uuid is not None else None
+        mig.gpu_instance_id = self._query(mig, "gi", lambda: nvml.nvmlDeviceGetGpuInstanceId(handle))
+        mig.compute_instance_id = self._query(mig, "ci", lambda: nvml.nvmlDeviceGetComputeInstanceId(handle))
+        return mig
+
+    def _read_mig(self, mig: _Mig) -> tuple[MigDevice, list[GpuProcess]]:
+        """One MIG device's memory and processes (utilisation is not reported in MIG mode)."""
+        nvml = self._nvml
+        assert nvml is not None
+        transient: dict[str, str] = {}
+        memory = None
+        processes: list[GpuProcess] = []
+        if not mig.lost:
+            try:
+                read = nvml.nvmlDeviceGetMemoryInfo
+                memory = self._query(mig, "memory", lambda: read(mig.handle), transient)
+                processes = [replace(p, mig_index=mig.mig_index, sm_percent=None)
+                             for p in self._processes(mig, transient, utilization=False)]  # fmt: skip
+            except _Lost:
+                mig.lost = True
+        sample = MigDevice(
+            mig.index, mig.mig_index, mig.name, mig_profile(mig.name), mig.uuid, mig.gpu_instance_id,
+            mig.compute_instance_id, memory.used / MIB if memory is not None else None,
+            memory.total / MIB if memory is not None else None, mig.lost,
+            {"utilization": MIG_UTILIZATION, **mig.unsupported, **transient},
+        )  # fmt: skip
+        return sample, processes
 
     def _shutdown(self) -> None:
         with contextlib.suppress(Exception):
@@ -321,7 +403,10 @@ class NvmlSource:
             fan = query("fan", lambda: nvml.nvmlDeviceGetFanSpeed(handle))
             clock = query("sm_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, 1))  # NVML_CLOCK_SM
             pstate = query("performance_state", lambda: nvml.nvmlDeviceGetPerformanceState(handle))
-            processes = self._processes(device, transient)
+            # in MIG mode the work and the memory are the MIG devices': the parent's own process list (with
+            # privileges) repeats theirs, and without privileges it is refused
+            processes = self._processes(device, transient) if device.mig is None else []
+            migs = [self._read_mig(mig) for mig in device.mig or []]
             extra = self._extended_readings(device, query) if self._extended else {}
         except _Lost:
             device.lost = True
@@ -347,6 +432,14 @@ class NvmlSource:
             minor_number=info.minor_number if info else None,
             **extra,
         )
+        if device.mig is not None:
+            sample = replace(
+                sample,
+                mig_mode=True,
+                mig_devices=tuple(mig for mig, _ in migs),
+                unavailable=mig_parent_reasons(sample.unavailable),
+            )
+            processes = [p for _, mig_processes in migs for p in mig_processes]
         return sample, processes
 
     def _extended_readings(self, device: _Device, query: Callable[[str, Callable[[], Any]], Any]) -> dict:
@@ -386,8 +479,11 @@ class NvmlSource:
                 return []
         return []
 
-    def _processes(self, device: _Device, transient: dict[str, str]) -> list[GpuProcess]:
-        """Compute and graphics processes of one GPU, one entry per PID, with their SM %."""
+    def _processes(
+        self, device: _Device, transient: dict[str, str], utilization: bool = True
+    ) -> list[GpuProcess]:
+        """Compute and graphics processes of one GPU (or MIG device), one entry per PID, with their SM %
+        (`utilization` False: not asked, as in MIG mode)."""
         memory: dict[int, float | None] = {}
         for kind in ("compute", "graphics"):
             if f"{kind}_processes" in device.unsupported:
@@ -399,7 +495,7 @@ class NvmlSource:
                     memory[entry.pid] = mib
         if not memory:
             return []
-        sm = self._process_utilization(device, set(memory), transient)
+        sm = self._process_utilization(device, set(memory), transient) if utilization else None
         return [GpuProcess(pid, device.index, mib, sm.get(pid, 0.0) if sm is not None else None)
                 for pid, mib in memory.items()]  # fmt: skip
 

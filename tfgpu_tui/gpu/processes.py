@@ -304,6 +304,8 @@ class HostInspector:
             rows = [self._row(p.pid, p.gpu_index, p.memory_mib, p.sm_percent) for p in processes]
         else:
             rows = [self._attributed_row(a) for a in self._attribute(self._scanner, processes, reading)]
+        rows = [row if p.mig_index is None else replace(row, mig_index=p.mig_index)
+                for row, p in zip(rows, processes, strict=True)]  # fmt: skip
         self._forget_except({row.pid for row in rows if row.local} | set(self._cpu_pids()))
         return rows
 

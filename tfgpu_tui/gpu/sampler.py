@@ -213,14 +213,15 @@ class Sampler:
             )
         return None
 
-    def _held(self, snapshot: Snapshot | None, row: ProcessRow) -> dict[int, float | None]:
-        """GPU index -> memory held there by the NVML entries of the row's process, in a snapshot. Keyed by
-        NVML's PID, so that an entry attributed to another process after the kill still counts as held."""
+    def _held(self, snapshot: Snapshot | None, row: ProcessRow) -> dict[str, float | None]:
+        """Device (`0`, or `0:2` for a MIG device) -> memory held there by the NVML entries of the row's
+        process, in a snapshot. Keyed by NVML's PID, so that an entry attributed to another process after the
+        kill still counts as held."""
         if snapshot is None:
             return {}
         local = row.pid if row.local else None
         return {
-            r.gpu_index: r.gpu_memory_mib
+            r.device_label: r.gpu_memory_mib
             for r in snapshot.processes
             if r.gpu_index is not None and (r.nvml_pid == row.nvml_pid or (r.local and r.pid == local))
         }
@@ -238,7 +239,7 @@ class Sampler:
             return KillOutcome(row.pid, KillResult.REFUSED, refusal)
         before = self._held(self.last, row)
         if not before and row.gpu_index is not None:
-            before = {row.gpu_index: row.gpu_memory_mib}
+            before = {row.device_label: row.gpu_memory_mib}
         try:
             outcome = self.host.terminate(row, self.settings.kill_grace_seconds, on_progress, first_signal)
         except Exception as exc:
@@ -271,7 +272,7 @@ class Sampler:
             outcome.signals_sent,
         )  # fmt: skip
 
-    def _still_held_message(self, row: ProcessRow, ended: str, held: dict[int, float | None]) -> str:
+    def _still_held_message(self, row: ProcessRow, ended: str, held: dict[str, float | None]) -> str:
         """Why the memory was not freed, plainly: the attribution may have been wrong, or another process
         (a forked child) still holds the GPU's device file; those holders are named."""
         gpus = ", ".join(f"GPU {i}" for i in sorted(held))
@@ -280,7 +281,8 @@ class Sampler:
         entry = f"NVML's PID {row.nvml_pid}" if row.host_pid is not None else "it"
         message = f"{ended}, but {gpus} still lists {amount} for {entry}"
         holders_of = getattr(self.host, "holders_of", None)
-        holders = [h for gpu in sorted(held) for h in (holders_of(gpu) if holders_of else [])]
+        gpu_indices = sorted({int(label.split(":")[0]) for label in held})
+        holders = [h for gpu in gpu_indices for h in (holders_of(gpu) if holders_of else [])]
         if row.attribution is not None and row.attribution is not Attribution.NVML:
             message += (
                 f": the process ended was only {'probably' if row.attribution.guess else 'by elimination'} "

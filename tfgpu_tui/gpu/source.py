@@ -19,6 +19,7 @@ class GpuProcess:
     gpu_index: int
     memory_mib: float | None
     sm_percent: float | None
+    mig_index: int | None = None  # the MIG device of that GPU it runs on (GPUs in MIG mode)
 
 
 @dataclass(frozen=True)

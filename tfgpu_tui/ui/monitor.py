@@ -33,7 +33,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
-from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
+from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList, compact_line_count
 from tfgpu_tui.ui.widgets.gpu_format import set_level_colors
 from tfgpu_tui.ui.widgets.history_series import GpuHistory, relative_series
 from tfgpu_tui.ui.widgets.host_line import render_host_line
@@ -359,6 +359,9 @@ class MonitorTab(DashboardTab):
         the process table keeps at least five rows."""
         snapshot = self.snapshot
         gpus = len(snapshot.devices) if snapshot is not None else 0
+        # the compact view has a line per MIG device too; cards have no room for them, so MIG means compact
+        lines = compact_line_count(snapshot.devices) if snapshot is not None else 0
+        mig = lines > gpus
         processes = len(snapshot.processes) if snapshot is not None else 0
         panel = self.query_one(AlertsPanel)
         alerts = len(panel.ordered)
@@ -367,7 +370,7 @@ class MonitorTab(DashboardTab):
         extra = self.query_one("#no-gpu").outer_size.height + self.query_one("#kill-status").outer_size.height
         key = (
             height,
-            gpus,
+            lines,
             min(processes, FULL_TABLE_LINES),
             alerts,
             extra,
@@ -383,9 +386,9 @@ class MonitorTab(DashboardTab):
         if compact is None:  # cards while they leave the table room for its rows (up to FULL_TABLE_LINES)
             room = height - fixed - CARD_LINES * gpus - min(alerts, MAX_ALERT_LINES)
             wanted = min(FULL_TABLE_LINES, max(TABLE_MIN_LINES, processes + 1))
-            compact = CARD_LINES * gpus > height // 2 or room < wanted
+            compact = mig or CARD_LINES * gpus > height // 2 or room < wanted
         self.set_class(compact, "-compact")
-        gpu_lines = gpus if compact else cards
+        gpu_lines = lines if compact else cards
         if compact:
             self._plots_shown.clear()
         elif not self._plots_shown.is_set():

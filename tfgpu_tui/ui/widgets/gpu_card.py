@@ -28,6 +28,13 @@ def render_card(sample: DeviceSample) -> Text:
         text.append("\nThe GPU stopped answering (fell off the bus or an XID error).")
         text.append("\nFix: check `dmesg | grep -i xid`; a reset or reboot is usually needed.", style="dim")
         return text
+    if sample.mig_mode:
+        count = len(sample.mig_devices)
+        text.append(f"\nMIG mode: {count} MIG device{'s' if count != 1 else ''}; no utilisation reported")
+        text.append("\nEach MIG device's memory: the compact view (c)", style="dim")
+        text.append(f"\n{number_text(sample.temperature_c, ' °C'):>6}  ")
+        text.append(f"{number_text(sample.power_w)}/{number_text(sample.power_limit_w)} W")
+        return text
     util = sample.utilization_percent
     text.append("\nUtil ", style=f"bold {UTILIZATION_COLOR}")
     text.append_text(bar(util, BAR_WIDTH, level_style(util)))

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from tfgpu_tui.gpu.model import DeviceSample
+from tfgpu_tui.gpu.model import DeviceSample, MigDevice
 from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text, zero_util_text
 
 NAME_WIDTH = 14
@@ -32,6 +32,17 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
     text.append(f"{name:<{NAME_WIDTH}}")
     if sample.lost:
         text.append("  LOST: fell off the bus; check `dmesg | grep -i xid`", style="bold red")
+        return text
+    if sample.mig_mode:
+        tail = f" {number_text(sample.temperature_c, '°C'):>5} {number_text(sample.power_w)}/"
+        tail += f"{number_text(sample.power_limit_w)}W"
+        known = sample.memory_used_mib is not None
+        memory = f"{_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)}G in all, " if known else ""
+        text.append(" MIG mode", style="bold")
+        room = max(0, width - len(text) - len(tail))
+        note = f": no utilisation reported; {memory}memory per MIG device"
+        text.append(note[:room].ljust(room) if len(note) <= room else note[: max(0, room - 1)] + "…")
+        text.append(tail)
         return text
     util = number_text(sample.utilization_percent, "%")
     memory = f"{_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)}G"
@@ -61,6 +72,31 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
     return text
 
 
+def render_mig_line(mig: MigDevice, width: int) -> Text:
+    """One MIG device under its GPU: `0:2`, its profile, GPU/compute instance IDs and a memory bar."""
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    text.append(f"{mig.label:>4} ", style="bold")
+    text.append(f"MIG {mig.profile or mig.name:<{NAME_WIDTH - 4}}"[: NAME_WIDTH + 1])
+    if mig.lost:
+        text.append(" LOST: this MIG device stopped answering", style="bold red")
+        return text
+    ids = f" GI {number_text(mig.gpu_instance_id)} CI {number_text(mig.compute_instance_id)}"
+    memory = f"{_gib(mig.memory_used_mib)}/{_gib(mig.memory_total_mib)}G"
+    fixed = len(text) + len(ids) + len(" Mem ") + len(f" {memory:>11}")
+    bar_width = max(MIN_BAR, min(2 * MAX_BAR, width - fixed))
+    text.append(ids, style="dim")
+    text.append(" Mem ", style="bold")
+    percent = mig.memory_percent
+    text.append_text(bar(percent, bar_width, level_style(percent, warn=80.0, critical=95.0)))
+    text.append(f" {memory:>11}")
+    return text
+
+
+def compact_line_count(devices: list[DeviceSample]) -> int:
+    """Lines the compact view needs: one per GPU and one per MIG device."""
+    return sum(1 + len(device.mig_devices) for device in devices)
+
+
 class GpuCompactList(Widget):
     """Every GPU, one line each; repainted only when a reading or the width changes."""
 
@@ -72,12 +108,12 @@ class GpuCompactList(Widget):
         """Display these readings (skipped when identical to the last ones)."""
         if devices == self.devices:
             return
-        count_changed = len(devices) != len(self.devices)
+        count_changed = compact_line_count(devices) != compact_line_count(self.devices)
         self.devices = list(devices)
         self.refresh(layout=count_changed)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.devices)
+        return compact_line_count(self.devices)
 
     def render(self) -> Text:
         width = self.content_region.width
@@ -86,4 +122,7 @@ class GpuCompactList(Widget):
             if position:
                 text.append("\n")
             text.append_text(render_compact_line(device, width))
+            for mig in device.mig_devices:
+                text.append("\n")
+                text.append_text(render_mig_line(mig, width))
         return text

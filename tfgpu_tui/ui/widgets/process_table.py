@@ -143,7 +143,7 @@ def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
     return (
         NA if process.local_pid is None else str(process.pid),
         _user_text(process.user or NA, other),
-        "CPU" if process.gpu_index is None else str(process.gpu_index),
+        process.device_label,
         "≈" + memory if process.memory_estimated else memory,
         number_text(process.sm_percent),
         number_text(process.cpu_percent),
