@@ -421,7 +421,8 @@ class TrainingRun(RunReadout):
         else:
             at = f"epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}"
             at += f", step {cur.step}/{cur.total_steps or '?'}" if cur.step else ""
-            message = f"Training {what} at {at} " + (f"({error})." if oom else f"with {error}.")
+            kind = error.split(":", 1)[0]  # the OOM's detail (shape, device) is its own problem's sentence
+            message = f"Training {what} at {at} " + (f"({kind})." if oom else f"with {error}.")
         diagnosis = diagnose_line(exception, line_number)
         if oom:
             fix = known.oom_fix()
