@@ -21,7 +21,7 @@ from tfgpu_tui.alerts import Alert
 from tfgpu_tui.fleet import names
 from tfgpu_tui.fleet.process_series import DEFAULT_TOP, process_series
 from tfgpu_tui.fleet.training_series import LogState, last_epoch_metrics, training_values
-from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, Snapshot
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, MigDevice, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.watch import LogWatch
@@ -317,20 +317,47 @@ def dcgm_labels(
     return labels
 
 
+def mig_memory(devices: list[DeviceSample]) -> dict[str, list[tuple[MigDevice, float]]]:
+    """FB_USED and FB_FREE per GPU instance of the GPUs in MIG mode (compute instances of one GPU instance
+    share its memory: one series each, as dcgm-exporter has)."""
+    found: dict[str, list[tuple[MigDevice, float]]] = {"DCGM_FI_DEV_FB_USED": [], "DCGM_FI_DEV_FB_FREE": []}
+    for device in devices:
+        seen: set[int | None] = set()
+        for mig in device.mig_devices:
+            if device.lost or mig.lost or mig.memory_used_mib is None or mig.gpu_instance_id in seen:
+                continue
+            seen.add(mig.gpu_instance_id)
+            found["DCGM_FI_DEV_FB_USED"].append((mig, mig.memory_used_mib))
+            if mig.memory_total_mib is not None:
+                found["DCGM_FI_DEV_FB_FREE"].append((mig, mig.memory_total_mib - mig.memory_used_mib))
+    return found
+
+
 def dcgm_families(
     devices: list[DeviceSample], info: tuple[DeviceInfo, ...], hostname: str
 ) -> Iterator[Metric]:
     """One family per DCGM field some GPU reported; GPUs that cannot tell a field are left out of it."""
     labels = dcgm_labels(devices, info, hostname)
     label_names = list(names.DCGM_LABELS)
+    slices = mig_memory(devices)
     for spec in names.DCGM_FIELDS:
-        readings = [(d, getattr(d, spec.attribute)) for d in devices if not d.lost]
+        # a GPU in MIG mode: its memory is its GPU instances' (as dcgm-exporter has it), not the parent's
+        readings = [
+            (d, getattr(d, spec.attribute))
+            for d in devices
+            if not d.lost and not (d.mig_mode and spec.name in names.MIG_FIELDS)
+        ]
         readings = [(d, v) for d, v in readings if v is not None]
-        if not readings:
+        per_slice = slices.get(spec.name, []) if spec.name in names.MIG_FIELDS else []
+        if not readings and not per_slice:
             continue
         family = Metric(spec.name, spec.help, spec.type)
         for device, value in readings:
             family.add_sample(spec.name, dict(zip(label_names, labels[device.index], strict=True)), value)
+        for mig, value in per_slice:
+            values = dict(zip(label_names, labels[mig.gpu_index], strict=True))
+            values.update(GPU_I_PROFILE=mig.profile or "", GPU_I_ID=str(mig.gpu_instance_id))
+            family.add_sample(spec.name, values, value)
         yield family
     util = [d for d in devices if not d.lost and d.utilization_percent is not None]
     if util:

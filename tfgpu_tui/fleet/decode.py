@@ -15,6 +15,7 @@ from tfgpu_tui.gpu.model import (
     HostState,
     HostStats,
     JupyterKernel,
+    MigDevice,
     ProcessRow,
     Snapshot,
 )
@@ -109,6 +110,12 @@ class HostSeries:
         except ValueError:
             return
         entry = self.devices.setdefault(index, {"name": labels.get("modelName", f"GPU {index}")})
+        instance = labels.get("GPU_I_ID", "")
+        if instance.isdigit():  # a MIG device's memory (one series per GPU instance)
+            migs = entry.setdefault("mig", {})
+            mig = migs.setdefault(int(instance), {"profile": labels.get("GPU_I_PROFILE", "")})
+            mig[_DEVICE_FIELDS[name]] = value
+            return
         entry[_DEVICE_FIELDS[name]] = value
 
     def snapshot(self, timestamp: float) -> Snapshot:
@@ -154,8 +161,21 @@ def _alert(labels: dict[str, str]) -> Alert:
     return Alert(kind, severity, message, subject=subject)
 
 
+def _mig_devices(index: int, name: str, migs: dict[int, dict]) -> tuple[MigDevice, ...]:
+    """A host's MIG devices from their series: one per GPU instance, in the order of their IDs."""
+    found = []
+    for position, (instance, fields) in enumerate(sorted(migs.items())):
+        used, free = fields.get("memory_used_mib"), fields.get("memory_free_mib")
+        total = used + free if used is not None and free is not None else None
+        profile = fields.get("profile") or None
+        found.append(MigDevice(index, position, f"{name} MIG {profile or '?'}", profile, None, instance, None,
+                               used, total))  # fmt: skip
+    return tuple(found)
+
+
 def _device_sample(index: int, fields: dict) -> DeviceSample:
-    values = {k: v for k, v in fields.items() if k != "name"}
+    migs = _mig_devices(index, fields["name"], fields.get("mig", {}))
+    values = {k: v for k, v in fields.items() if k not in ("name", "mig")}
     base = {k: values.pop(k, None) for k in ("utilization_percent", "memory_used_mib", "memory_total_mib")}
     if (
         base["memory_total_mib"] is None
@@ -164,6 +184,8 @@ def _device_sample(index: int, fields: dict) -> DeviceSample:
     ):
         base["memory_total_mib"] = base["memory_used_mib"] + values["memory_free_mib"]
     return DeviceSample(
+        mig_mode=bool(migs),
+        mig_devices=migs,
         index=index,
         name=fields["name"],
         temperature_c=values.pop("temperature_c", None),
@@ -183,6 +205,7 @@ def _process_row(entry: dict) -> ProcessRow:
     pid_text = labels.get("pid", "")
     other = pid_text == names.OTHER
     notebook = labels.get("notebook", "")
+    parent, _, mig = gpu.partition(":")  # "0:2": MIG device 2 of GPU 0
     host_pid_text = labels.get("host_pid", "")
     host_pid = int(host_pid_text) if host_pid_text.isdigit() else None
     try:
@@ -195,7 +218,8 @@ def _process_row(entry: dict) -> ProcessRow:
     pid = int(pid_text) if pid_text.isdigit() else (host_pid if foreign and host_pid is not None else 0)
     return ProcessRow(
         pid=pid,
-        gpu_index=int(gpu) if gpu.isdigit() else None,
+        gpu_index=int(parent) if parent.isdigit() else None,
+        mig_index=int(mig) if parent.isdigit() and mig.isdigit() else None,
         gpu_memory_mib=entry.get("gpu_memory_mib"),
         sm_percent=entry.get("sm_percent"),
         host_state=HostState.OTHER_NAMESPACE if foreign else HostState.OK,

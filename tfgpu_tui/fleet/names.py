@@ -50,6 +50,9 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
 DCGM_BY_NAME = {f.name: f for f in DCGM_FIELDS}
 DCGM_COUNTERS = tuple(f.name for f in DCGM_FIELDS if f.type == "counter")
 DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
+# dcgm-exporter adds these to a MIG device's series (one per GPU instance): its profile and GPU instance ID
+MIG_LABELS = ("GPU_I_PROFILE", "GPU_I_ID")
+MIG_FIELDS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")  # what dcgm-exporter reports per MIG device
 # Dashboard 12239 draws "GPU Utilization" from this profiling field, which NVML cannot measure: exported as
 # GPU_UTIL / 100 with approximation="nvml_gpu_util" so nobody mistakes it for the real thing.
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"

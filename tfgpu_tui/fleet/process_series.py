@@ -75,7 +75,7 @@ def process_series(rows: list[ProcessRow], top: int = DEFAULT_TOP) -> list[Proce
     """Every GPU's top `top` processes by GPU memory and an "other" bucket; CPU TensorFlow rows by CPU %."""
     by_gpu: dict[str, list[ProcessRow]] = {}
     for row in rows:
-        gpu = CPU_GPU_LABEL if row.gpu_index is None else str(row.gpu_index)
+        gpu = CPU_GPU_LABEL if row.gpu_index is None else row.device_label  # "0:2": MIG device 2 of GPU 0
         by_gpu.setdefault(gpu, []).append(row)
     series: list[ProcessSeries] = []
     for gpu, members in by_gpu.items():
