@@ -85,7 +85,7 @@ def _run_world(era: str, lib: Path, out: Path) -> dict:
     with open(log, "w") as handle:
         # its own session, so a world that overruns is ended whole: unshare, the namespace's PID 1 (and so
         # everything inside), and the other container's process container.py starts outside
-        proc = subprocess.Popen(argv, env=env, cwd=HERE.parent, stdout=handle, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, env=env, cwd=out, stdout=handle, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         try:
             rc = proc.wait(timeout=WORLD_TIMEOUT_SECONDS)
