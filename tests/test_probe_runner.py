@@ -91,7 +91,9 @@ def test_hanging_child_times_out_and_is_killed(fake_mode) -> None:
     started = time.monotonic()
     trial = TrialRunner(request, FAKE_WORKER).run_trial(8)
     assert trial.result == TIMEOUT and "0.5 s" in trial.message
-    assert time.monotonic() - started < 5
+    # killed, not waited out: it ended before the hanging child would have on its own (it sleeps 60 s); an
+    # order of two events rather than a small number of seconds a loaded machine can overrun
+    assert time.monotonic() - started < 60
     assert child_is_gone(pidfile)
 
 
