@@ -68,6 +68,9 @@ class FakeGpu:
     graphics: list[tuple[int, int | None]] = field(default_factory=list)
     samples: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, smUtil, timestamp us)
     errors: dict[str, int] = field(default_factory=dict)  # field -> NVML code raised by that query
+    mig: list[FakeGpu] | None = None  # in MIG mode: its MIG devices (each a FakeGpu with gi/ci)
+    gi: int = 0  # a MIG device's GPU instance and compute instance IDs
+    ci: int = 0
 
 
 class FakePynvml:
@@ -77,6 +80,8 @@ class FakePynvml:
 
     def __init__(self, gpus: list[FakeGpu] | None = None, init_error: int | None = None) -> None:
         self.gpus = gpus if gpus is not None else [FakeGpu()]
+        # handles: the GPUs' indices, then their MIG devices' (not counted by nvmlDeviceGetCount)
+        self.devices = list(self.gpus) + [mig for gpu in self.gpus for mig in gpu.mig or []]
         self.init_error = init_error
         self.calls: Counter[str] = Counter()
         self.per_gpu: Counter[int] = Counter()
@@ -89,7 +94,7 @@ class FakePynvml:
         self.per_gpu[handle] += 1
         if query in self.missing:
             raise NVMLError(CODES["FunctionNotFound"])
-        gpu = self.gpus[handle]
+        gpu = self.devices[handle]
         code = gpu.errors.get(query, gpu.errors.get("all"))
         if code is not None:
             raise NVMLError(code)
@@ -163,6 +168,33 @@ class FakePynvml:
 
     def nvmlDeviceGetPerformanceState(self, h: int) -> int:
         return self._gpu(h, "pstate").pstate
+
+    # -- MIG ------------------------------------------------------------------------------------------------
+    def _is_mig(self, h: int) -> bool:
+        return h >= len(self.gpus)
+
+    def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
+        gpu = self._gpu(h, "mig_mode")
+        if self._is_mig(h):
+            raise NVMLError(CODES["NotSupported"])
+        return [1, 1] if gpu.mig is not None else [0, 0]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: int) -> int:
+        return 7 if self._gpu(h, "mig_count").mig is not None else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: int, index: int) -> int:
+        migs = self._gpu(h, "mig_handle").mig
+        if migs is None:
+            raise NVMLError(CODES["NotSupported"])
+        if index >= len(migs):
+            raise NVMLError(CODES["NotFound"])
+        return self.devices.index(migs[index])
+
+    def nvmlDeviceGetGpuInstanceId(self, h: int) -> int:
+        return self._gpu(h, "gi").gi
+
+    def nvmlDeviceGetComputeInstanceId(self, h: int) -> int:
+        return self._gpu(h, "ci").ci
 
     def _procs(self, h: int, query: str, entries_of: str) -> list[SimpleNamespace]:
         gpu = self._gpu(h, query)

@@ -195,3 +195,41 @@ def test_persistence_mode_off_is_an_info_alert() -> None:
     alerts = [a for a in alerts if a.kind != "cpu_fallback"]
     assert [(a.kind, a.severity.name) for a in alerts] == [("persistence_off", "INFO")]
     assert "nvidia-smi -pm 1" in alerts[0].fix
+
+
+def mig_a100(**parent_errors: int) -> FakeGpu:
+    """An A100 in MIG mode as an unprivileged user reads it: two MIG devices, one process each."""
+    slices = [
+        FakeGpu("NVIDIA A100-SXM4-80GB MIG 3g.40gb", 40192, 13, compute=[(821, 20480)], gi=2),
+        FakeGpu("NVIDIA A100-SXM4-80GB MIG 1g.10gb", 9856, 10, compute=[(824, 9500)], gi=9),
+    ]
+    refused, unsupported = CODES["NoPermission"], CODES["NotSupported"]
+    errors = {"memory": refused, "util": unsupported, "compute_v3": refused}
+    return FakeGpu("NVIDIA A100-SXM4-80GB", mig=slices, errors={**errors, **parent_errors})
+
+
+def test_mig_devices_are_read_through_their_own_handles() -> None:
+    fake = FakePynvml([mig_a100(), FakeGpu(compute=[(900, 1000)])])
+    reading = NvmlSource(nvml=fake).read()
+    parent, plain = reading.devices
+    assert parent.mig_mode and not plain.mig_mode
+    assert [(m.profile, m.gpu_instance_id, m.memory_used_mib) for m in parent.mig_devices] == [
+        ("3g.40gb", 2, 20480 + 13), ("1g.10gb", 9, 9500 + 10)
+    ]  # fmt: skip
+    assert parent.memory_used_mib is None and "privileges" in parent.unavailable["memory"]
+    assert "MIG mode" in parent.unavailable["utilization"]
+    # the parent's refused process list is never asked (it would have switched listing off for every GPU)
+    assert {(p.pid, p.gpu_index, p.mig_index) for p in reading.processes} == {
+        (821, 0, 0), (824, 0, 1), (900, 1, None)
+    }  # fmt: skip
+    assert all(p.sm_percent is None for p in reading.processes if p.mig_index is not None)
+
+
+def test_a_lost_mig_device_is_lost_alone() -> None:
+    gpu = mig_a100()
+    assert gpu.mig is not None
+    gpu.mig[1].errors["memory"] = CODES["GpuIsLost"]
+    source = NvmlSource(nvml=FakePynvml([gpu]))
+    parent = source.read().devices[0]
+    assert [m.lost for m in parent.mig_devices] == [False, True] and not parent.lost
+    assert [m.lost for m in source.read().devices[0].mig_devices] == [False, True]
