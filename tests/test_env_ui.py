@@ -91,7 +91,7 @@ async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPat
 
     def slow_probe(python: str, timeout: float):
         calls.append(python)
-        release.wait(10)
+        release.wait(60)  # until the test releases it (the limit only keeps a failed test from hanging)
         return probe
 
     monkeypatch.setattr(EnvironmentTab, "collect", staticmethod(lambda python: facts))
