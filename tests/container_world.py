@@ -533,11 +533,12 @@ def main() -> int:
             "the kernel idle for over a second",
         )
         world["kernel_api_before"] = kernel
-        world["gpu1_used_before"] = gpu_memory_used(KERNEL_GPU)
+        used_before = gpu_memory_used(KERNEL_GPU)
+        world["gpu1_used_before"] = used_before
 
         env = {**user, "TFGPU_TUI_CONFIG": str(config), "TERM": "xterm-256color"}
         world["gpus_json"] = run_gpus_json(env)
-        world.step(f"gpus --json: rc {world['gpus_json']['rc']}")  # type: ignore[index]
+        world.step(f"gpus --json: rc {world.facts['gpus_json']['rc']}")
 
         # the dashboard at 80x24
         term = Terminal([sys.executable, "-m", "tfgpu_tui"], env)
@@ -557,8 +558,8 @@ def main() -> int:
         world.screen("after_kill", term.screen())
         # the memory, from NVML itself: polled, because the fake drops it once the host sees the PID gone
         try:
-            wait_for(lambda: gpu_memory_used(KERNEL_GPU) <= world["gpu1_used_before"] - KERNEL_MIB, 20,  # type: ignore[operator]
-                     "GPU 1's memory drops by the kernel's")  # fmt: skip
+            drop = f"GPU 1's memory drops by the kernel's {KERNEL_MIB} MiB"
+            wait_for(lambda: gpu_memory_used(KERNEL_GPU) <= used_before - KERNEL_MIB, 20, drop)
         except TimeoutError as error:
             world.facts["errors"].append(str(error))
         world["gpu1_used_after"] = gpu_memory_used(KERNEL_GPU)
