@@ -46,12 +46,18 @@ def test_tensorflow_logs_lists_file_writers_the_detector_accepts(tmp_path: Path,
 
 def test_exit_status_of_our_child_is_read_without_reaping_it(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
-    code = "import time, sys; print('x', flush=True); time.sleep(0.3); sys.exit(3)"
+    # it exits when the test closes its stdin, not 0.3 s after writing (a window a loaded machine overran
+    # before the writer was found alive)
+    code = "import sys; print('x', flush=True); sys.stdin.read(); sys.exit(3)"
     with log.open("w") as handle:
-        child = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=handle)
+        child = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=handle, stderr=handle
+        )
     wait_for(lambda: log.stat().st_size > 0)
     writer = find_log_writer(log)
     assert writer is not None and writer.alive and writer.cwd == Path.cwd()
+    assert child.stdin is not None
+    child.stdin.close()
     wait_for(lambda: not refresh_writer(writer).alive)
     gone = refresh_writer(writer)
     assert gone.exit_status == 3 and gone.state == "exited with status 3"
