@@ -4,6 +4,7 @@ tmux at 80x24; alerts per slice; a kill frees a slice's memory; a lost MIG devic
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,11 +18,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_tmux_80x24 import Terminal
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.env.checks_mig import check_mig
+from tfgpu_tui.env.facts import EnvFacts
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.recorded import facts_from_dict, load_recording
 from tfgpu_tui.gpu.alert_rules import AlertRules
+from tfgpu_tui.gpu.cuda_devices import mig_cuda_devices
 from tfgpu_tui.gpu.model import DeviceSample, HostState, JupyterKernel, MigDevice, ProcessRow
 from tfgpu_tui.gpu.nvml import MIG_PARENT_MEMORY, MIG_UTILIZATION, NvmlSource, mig_profile
 from tfgpu_tui.gpu.processes import HostInspector
 from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.probe import budget
 from tfgpu_tui.settings import Settings
 
 A100 = 'device name="NVIDIA A100-SXM4-80GB" total_mib=81920 base_used_mib=7 arch=ampere cc=8.0 mig_mode=1'
@@ -220,3 +227,63 @@ def test_mig_profiles_come_from_the_name() -> None:
     assert mig_profile("NVIDIA A100-SXM4-80GB") is None
 
 
+
+
+# -- which slice TensorFlow's GPU:0 is: the Environment check and the batch probe's budget (pure) ------------
+
+SLICES = (
+    MigDevice(0, 0, "NVIDIA A100 MIG 3g.40gb", "3g.40gb", "MIG-aaa", 2, 0, 20493.0, 40192.0),
+    MigDevice(0, 1, "NVIDIA A100 MIG 1g.10gb", "1g.10gb", "MIG-bbb", 9, 0, 9560.0, 9856.0),
+)
+
+
+def a100(slices: tuple[MigDevice, ...] = SLICES) -> DeviceSample:
+    return DeviceSample(0, "NVIDIA A100", None, None, None, 40.0, 120.0, 400.0, None, 1410.0, 0,
+                        mig_mode=True, mig_devices=slices)  # fmt: skip
+
+
+def test_tensorflow_gpu0_is_the_slice_cuda_visible_devices_names() -> None:
+    found, problem = mig_cuda_devices([a100()], "MIG-bbb")  # type: ignore[misc]
+    assert problem == "" and [(c.ordinal, c.memory_total_mib) for c in found] == [(0, 9856.0)]
+    assert "1g.10gb" in found[0].name and "GPU 0:1" in found[0].name
+    assert "MIG-zzz, which is no MIG device" in mig_cuda_devices([a100()], "MIG-zzz")[1]  # type: ignore[index]
+    assert "depends on the CUDA version" in mig_cuda_devices([a100()], None)[1]  # type: ignore[index]
+    assert mig_cuda_devices([a100(SLICES[:1])], None)[1] == ""  # type: ignore[index]  # the only one
+    h100 = DeviceSample(1, "H100", 0.0, 0.0, 80.0, 40.0, 100.0, 700.0, None, None, 0)
+    assert mig_cuda_devices([h100], None) is None  # not in MIG mode: GPU:N is NVML's GPU N
+
+
+def test_the_probe_budgets_by_the_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(budget, "read_gpus", lambda: ([a100()], ""))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-bbb")
+    found = budget.default_budget("GPU:0")
+    assert found.mb == 9856.0 - 9560.0 and "1g.10gb" in found.source
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    ambiguous = budget.default_budget("GPU:0")
+    assert ambiguous.mb is None and "CUDA_VISIBLE_DEVICES=MIG-" in ambiguous.source
+
+
+def facts_with(readings: list[DeviceSample], visible: str | None) -> EnvFacts:
+    facts, _ = load_recording(Path(__file__).parent / "fixtures" / "env" / "all_good.json")
+    env = {k: v for k, v in facts.env_vars.items() if k != "CUDA_VISIBLE_DEVICES"}
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    return dataclasses.replace(facts, nvml=dataclasses.replace(facts.nvml, readings=readings), env_vars=env)
+
+
+def test_the_environment_check_says_which_slice_and_its_memory() -> None:
+    named = check_mig(facts_with([a100()], "MIG-bbb"), None)
+    assert named.status is Status.OK and "GPU:0 = MIG 1g.10gb" in named.detail and "9.6 GiB" in named.detail
+    unnamed = check_mig(facts_with([a100()], None), None)
+    assert unnamed.status is Status.WARNING and "export CUDA_VISIBLE_DEVICES=MIG-aaa" in unnamed.fix
+    assert "0:1 1g.10gb (0.3 GiB free of 9.6 GiB, MIG-bbb)" in unnamed.detail
+    empty = check_mig(facts_with([a100(())], None), None)
+    assert empty.status is Status.FAILURE and "nvidia-smi mig" in empty.fix
+    plain = check_mig(facts_with([], None), None)
+    assert plain.status is Status.OK and plain.informational
+
+
+def test_a_recording_keeps_the_slices() -> None:
+    facts = facts_with([a100()], "MIG-bbb")
+    again = facts_from_dict(json.loads(json.dumps(dataclasses.asdict(facts))))
+    assert again.nvml.mig_devices == list(SLICES) and again.nvml.readings[0].mig_mode

@@ -10,7 +10,7 @@ from tfgpu_tui.probe import budget
 
 
 def test_gpu_budget_is_total_minus_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    samples = [SimpleNamespace(index=0, memory_total_mib=81920.0, memory_used_mib=1920.0)]
+    samples = [SimpleNamespace(index=0, memory_total_mib=81920.0, memory_used_mib=1920.0, mig_mode=False)]
     monkeypatch.setattr(budget, "read_gpus", lambda: (samples, ""))
     assert budget.default_budget("GPU:0") == budget.Budget(80000.0, "free memory on GPU:0")
     assert budget.gpu_devices() == ["GPU:0"]

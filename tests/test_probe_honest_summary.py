@@ -75,7 +75,7 @@ def test_a_gpu_that_is_not_there_is_named_with_the_cpu_as_the_alternative(
     assert main(["probe", "--device", "GPU:7"]) == 2
     err = capsys.readouterr().err
     assert "there is no GPU:7" in err and "--device CPU" in err and "give a budget" not in err
-    one = [SimpleNamespace(index=0, memory_total_mib=81920.0, memory_used_mib=1920.0)]
+    one = [SimpleNamespace(index=0, memory_total_mib=81920.0, memory_used_mib=1920.0, mig_mode=False)]
     monkeypatch.setattr(budget, "read_gpus", lambda: (one, ""))
     assert main(["probe", "--device", "GPU:7", "--budget-mb", "100"]) == 2  # before any child starts
     err = capsys.readouterr().err

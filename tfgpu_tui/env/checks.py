@@ -9,7 +9,14 @@ The checks live in ``checks_*.py`` by topic and register themselves, with their 
 from __future__ import annotations
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.env import checks_devices, checks_gpu, checks_libraries, checks_system, checks_tensorflow
+from tfgpu_tui.env import (
+    checks_devices,
+    checks_gpu,
+    checks_libraries,
+    checks_mig,
+    checks_system,
+    checks_tensorflow,
+)
 from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_unusable
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Finding, Status, pending
@@ -17,7 +24,7 @@ from tfgpu_tui.env.inspection_data import ProbeResult
 from tfgpu_tui.env.tf_inspection import ProbeRun
 
 # The modules whose decorated functions are the checks (importing them registers them).
-CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu)
+CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu, checks_mig)
 CHECKS: list[Check] = report_order()
 REPORT_ORDER: tuple[str, ...] = tuple(item.id for item in CHECKS)  # every check id, in report order
 # Diagnoses that are expected (not problems) on a machine without an NVIDIA GPU.

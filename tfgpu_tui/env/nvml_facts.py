@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfgpu_tui.gpu.model import DeviceInfo, DriverInfo, NvmlUnavailable
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
 from tfgpu_tui.gpu.nvml import NvmlSource
 from tfgpu_tui.gpu.source import GpuProcess
 
@@ -18,6 +18,12 @@ class NvmlFacts:
     driver: DriverInfo | None
     devices: list[DeviceInfo] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
+    readings: list[DeviceSample] = field(default_factory=list)  # the live sample (MIG mode, MIG devices)
+
+    @property
+    def mig_devices(self) -> list[MigDevice]:
+        """The MIG devices ("slices") of the GPUs in MIG mode."""
+        return [mig for device in self.readings for mig in device.mig_devices]
 
 
 def read_nvml_facts(source: NvmlSource | None = None) -> NvmlFacts:
@@ -27,6 +33,7 @@ def read_nvml_facts(source: NvmlSource | None = None) -> NvmlFacts:
         reading = source.read()
         if reading.error is not None:
             return NvmlFacts(reading.error, None)
-        return NvmlFacts(None, reading.driver, source.device_info(), list(reading.processes))
+        info = source.device_info()
+        return NvmlFacts(None, reading.driver, info, list(reading.processes), list(reading.devices))
     finally:
         source.close()

@@ -18,7 +18,7 @@ from typing import Any
 from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts
 from tfgpu_tui.env.nvml_facts import NvmlFacts
 from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun
-from tfgpu_tui.gpu.model import DeviceInfo, DriverInfo, NvmlUnavailable
+from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
 from tfgpu_tui.gpu.source import GpuProcess
 
 DEMO_RECORDING = "demo_environment.json"
@@ -41,7 +41,13 @@ def _nvml(data: dict[str, Any]) -> NvmlFacts:
         DriverInfo(**driver) if driver else None,
         devices,
         [GpuProcess(**{"sm_percent": None, **process}) for process in data.get("processes", [])],
+        [_reading(device) for device in data.get("readings", [])],
     )
+
+
+def _reading(data: dict[str, Any]) -> DeviceSample:
+    migs = tuple(MigDevice(**mig) for mig in data.get("mig_devices", []))
+    return DeviceSample(**{**data, "mig_devices": migs})
 
 
 def facts_from_dict(data: dict[str, Any]) -> EnvFacts:

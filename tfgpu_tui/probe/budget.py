@@ -3,10 +3,12 @@ that calls NVML), or the host's available memory on the CPU."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import psutil
 
+from tfgpu_tui.gpu.cuda_devices import CudaDevice, mig_cuda_devices
 from tfgpu_tui.gpu.model import DeviceSample
 from tfgpu_tui.gpu.nvml import NvmlSource
 
@@ -68,6 +70,9 @@ def default_budget(device: str) -> Budget:
         return Budget(psutil.virtual_memory().available / MB, "available host memory (CPU)")
     index = int(device.split(":")[1])
     samples, reason = read_gpus()
+    mapped = mig_cuda_devices(samples, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if mapped is not None:  # in MIG mode TensorFlow's GPU:N is a slice: its memory is the budget
+        return _slice_budget(device, index, *mapped)
     missing = missing_gpu(device, samples, reason)
     if missing is not None:
         return Budget(None, missing)
@@ -76,6 +81,21 @@ def default_budget(device: str) -> Budget:
         why = reason or f"NVML does not report the memory of {device}"
         return Budget(None, f"cannot read the free memory of {device} ({why}); give a budget in MB")
     return Budget(sample.memory_total_mib - sample.memory_used_mib, f"free memory on {device}")
+
+
+def _slice_budget(device: str, index: int, found: list[CudaDevice], why: str) -> Budget:
+    """The free memory of the MIG device TensorFlow numbers `device`, or why it is not known."""
+    cuda = next((c for c in found if c.ordinal == index), None)
+    if cuda is None:
+        why = why or f"CUDA_VISIBLE_DEVICES names {len(found)} MIG device(s)"
+        return Budget(
+            None,
+            f"{device} is a MIG device here and {why}; name one with CUDA_VISIBLE_DEVICES=MIG-… "
+            "(`tfgpu-tui gpus` lists them), or give a budget in MB",
+        )
+    if cuda.memory_total_mib is None or cuda.memory_used_mib is None:
+        return Budget(None, f"cannot read the free memory of {cuda.name}; give a budget in MB")
+    return Budget(cuda.memory_total_mib - cuda.memory_used_mib, f"free memory on {device}, {cuda.name}")
 
 
 def gpu_devices() -> list[str]:
