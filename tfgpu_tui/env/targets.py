@@ -90,20 +90,21 @@ def process_interpreter(pid: int) -> str | None:
         return None
 
 
+def other_pids(own_pid: int | None = None) -> list[int]:
+    """Every process's PID but this one's (`own_pid`), in order; empty when /proc cannot be listed."""
+    own_pid = os.getpid() if own_pid is None else own_pid
+    try:
+        return sorted(int(n) for n in os.listdir(PROC) if n.isdigit() and int(n) != own_pid)
+    except OSError:
+        return []
+
+
 def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
     """(PID, short command) of Python processes with TensorFlow loaded, tfgpu-tui's own children left out."""
     from tfgpu_tui.gpu.processes import read_environ, tensorflow_loaded
 
-    own_pid = os.getpid() if own_pid is None else own_pid
     found: list[tuple[int, str]] = []
-    try:
-        names = sorted((n for n in os.listdir(PROC) if n.isdigit()), key=int)
-    except OSError:
-        return found
-    for name in names:
-        pid = int(name)
-        if pid == own_pid:
-            continue
+    for pid in other_pids(own_pid):
         try:
             comm = Path(f"{PROC}/{pid}/comm").read_bytes()
             cmdline = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
@@ -197,17 +198,11 @@ def python_processes(own_pid: int | None = None, uid: int | None = None) -> list
     path it was started as when absolute (a venv's bin/python), else its environment's, else its binary."""
     from tfgpu_tui.gpu.processes import read_environ
 
-    own_pid = os.getpid() if own_pid is None else own_pid
     uid = os.getuid() if uid is None else uid
     found: list[Candidate] = []
-    try:
-        names = sorted((n for n in os.listdir(PROC) if n.isdigit()), key=int)
-    except OSError:
-        return found
-    for name in names:
-        pid = int(name)
+    for pid in other_pids(own_pid):
         try:
-            if pid == own_pid or os.stat(f"{PROC}/{pid}").st_uid != uid:
+            if os.stat(f"{PROC}/{pid}").st_uid != uid:
                 continue
             if not Path(f"{PROC}/{pid}/comm").read_bytes().startswith(b"python"):
                 continue

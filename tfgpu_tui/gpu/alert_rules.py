@@ -16,7 +16,7 @@ from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity, ordered
 from tfgpu_tui.gpu.history import RollingMeans
-from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, MigDevice, ProcessRow
+from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, MigDevice, ProcessRow, used_percent
 from tfgpu_tui.settings import Settings
 
 FALLBACK_PROCESS_FIX = (
@@ -436,9 +436,7 @@ class MemoryView:
 
     @property
     def percent(self) -> float | None:
-        if self.used_mib is None or not self.total_mib:
-            return None
-        return 100.0 * self.used_mib / self.total_mib
+        return used_percent(self.used_mib, self.total_mib)
 
     def holds(self, row: ProcessRow) -> bool:
         """Whether the process's memory is in this pool."""

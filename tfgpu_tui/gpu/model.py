@@ -44,6 +44,13 @@ class DeviceInfo:
     minor_number: int | None = None  # N of /dev/nvidiaN (nvmlDeviceGetMinorNumber): never assumed = index
 
 
+def used_percent(used: float | None, total: float | None) -> float | None:
+    """`used` as a percentage of `total`, when both are known."""
+    if used is None or not total:
+        return None
+    return 100.0 * used / total
+
+
 @dataclass(frozen=True)
 class MigDevice:
     """One MIG device (a compute instance of a GPU instance) of a GPU in MIG mode: a GPU of its own to CUDA
@@ -69,9 +76,7 @@ class MigDevice:
 
     @property
     def memory_percent(self) -> float | None:
-        if self.memory_used_mib is None or not self.memory_total_mib:
-            return None
-        return 100.0 * self.memory_used_mib / self.memory_total_mib
+        return used_percent(self.memory_used_mib, self.memory_total_mib)
 
 
 @dataclass(frozen=True)
@@ -107,9 +112,7 @@ class DeviceSample:
     @property
     def memory_percent(self) -> float | None:
         """Used memory as a percentage of total, when both are known."""
-        if self.memory_used_mib is None or not self.memory_total_mib:
-            return None
-        return 100.0 * self.memory_used_mib / self.memory_total_mib
+        return used_percent(self.memory_used_mib, self.memory_total_mib)
 
 
 class HostState(Enum):
