@@ -157,8 +157,20 @@ def test_dcgm_series_have_dcgm_labels_and_values(fleet: Fleet) -> None:
     assert {r["metric"]["Hostname"] for r in query(fleet.url, "DCGM_FI_DEV_POWER_USAGE")} == {"alpha"}
     unsupported = query(fleet.url, 'tfgpu_nvml_unsupported{field="power"}')
     assert [r["metric"]["instance"] for r in unsupported] == [fleet.beta_target]
-    energy = query(fleet.url, 'irate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="alpha", gpu="0"}[30s])')
-    assert float(energy[0]["value"][1]) == pytest.approx(250_000, rel=0.05)  # mJ/s at 250 W
+    # the energy counter's rate over the exporter's own sample times (each scrape's time less its sample's
+    # age), not irate over the last two scrapes: that assumed each scrape found a sample just taken, and a
+    # loaded exporter's samples lag the scrapes unevenly (half the rate was seen)
+    energy_series = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="alpha", gpu="0"}[1m]'
+    age_series = f'tfgpu_sample_age_seconds{{instance="{fleet.alpha_target}"}}[1m]'
+
+    def taken() -> list[tuple[float, float]]:  # (when the exporter sampled, the counter then)
+        ages = dict(query(fleet.url, age_series)[0]["values"])
+        values = query(fleet.url, energy_series)[0]["values"]
+        return [(at - float(ages[at]), float(value)) for at, value in values if at in ages]
+
+    wait_for(lambda: len(points := taken()) > 1 and points[-1][0] - points[0][0] >= 5, timeout=30)
+    (first_at, first), (last_at, last) = (points := taken())[0], points[-1]
+    assert (last - first) / (last_at - first_at) == pytest.approx(250_000, rel=0.05)  # mJ/s at 250 W
     beta_util = query(fleet.url, 'DCGM_FI_DEV_GPU_UTIL{Hostname="beta"}')
     assert beta_util[0]["metric"]["modelName"] == "NVIDIA A100-SXM4-80GB" and beta_util[0]["value"][1] == "88"
     metadata = json.load(__import__("urllib.request").request.urlopen(f"{fleet.url}/api/v1/metadata"))["data"]
