@@ -145,21 +145,46 @@ def local_pids() -> list[int]:
 
 
 def host_pid_of(inner: int, host_proc: str) -> int:
-    """The host PID of a process of ours, from the host's /proc (NSpid: host ... inner), as container.py."""
+    """The host PID of a process of ours, from the host's /proc: NSpid ends with `inner` AND the process is in
+    our PID namespace. (container.py checks only NSpid, so while another container runs, e.g. a second test
+    session, its process with the same inner PID can be taken for ours.)"""
+    ours = os.readlink("/proc/self/ns/pid")
     for name in os.listdir(host_proc):
         if not name.isdigit():
             continue
         try:
             with open(f"{host_proc}/{name}/status") as handle:
-                for line in handle:
-                    if line.startswith("NSpid:"):
-                        ids = line.split()[1:]
-                        if len(ids) >= 2 and int(ids[-1]) == inner and int(ids[0]) == int(name):
-                            return int(name)
-                        break
+                ids = next((line.split()[1:] for line in handle if line.startswith("NSpid:")), [])
+            mine = len(ids) >= 2 and int(ids[-1]) == inner and int(ids[0]) == int(name)
+            if mine and os.readlink(f"{host_proc}/{name}/ns/pid") == ours:
+                return int(name)
         except OSError:
             continue
     raise RuntimeError(f"no host PID found for inner PID {inner}")
+
+
+def correct_host_pids(sim: dict, driver: str, host_proc: str) -> list[dict]:
+    """Where container.py took another container's process for one of our holders, put the right host PID
+    in the scenario's lines and in `sim`; what was corrected."""
+    fixes = []
+    for holder in sim["holders"]:
+        right = host_pid_of(holder["pid"], host_proc)
+        wrong = holder["host_pid"]
+        if right == wrong:
+            continue
+        spec = holder["spec"]
+        path = Path(os.environ["FAKE_NVML_SCENARIO"])
+        lines = path.read_text().splitlines()
+        for gpu in spec.get("gpus", "0").split(","):
+            mib, sm = int(spec.get("mib", 1024)), int(spec.get("sm", 0))
+            old = holder_line(driver, int(gpu), holder["pid"], wrong, mib, sm)
+            if old not in lines:
+                raise RuntimeError(f"container.py's line for PID {holder['pid']} not found: {old}")
+            lines[lines.index(old)] = holder_line(driver, int(gpu), holder["pid"], right, mib, sm)
+        replace_scenario("\n".join(lines) + "\n")
+        holder["host_pid"] = right
+        fixes.append({"pid": holder["pid"], "container_py_said": wrong, "host_pid": right})
+    return fixes
 
 
 # --- the scenario ----------------------------------------------------------------------------------------
@@ -176,13 +201,18 @@ def holder_line(driver: str, gpu: int, inner: int, outer: int, mib: int, sm: int
     )
 
 
-def add_scenario_line(line: str) -> str:
-    """Append a line to $FAKE_NVML_SCENARIO atomically (a whole new file renamed over it); the new text."""
+def replace_scenario(text: str) -> None:
+    """Rewrite $FAKE_NVML_SCENARIO atomically: a whole new file renamed over it."""
     path = Path(os.environ["FAKE_NVML_SCENARIO"])
-    text = path.read_text().rstrip("\n") + "\n" + line + "\n"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def add_scenario_line(line: str) -> str:
+    """Append a line to $FAKE_NVML_SCENARIO (atomically); the new text."""
+    text = Path(os.environ["FAKE_NVML_SCENARIO"]).read_text().rstrip("\n") + "\n" + line + "\n"
+    replace_scenario(text)
     return text
 
 
@@ -489,6 +519,7 @@ def main() -> int:
     world = World(args.results / "results.json")
     world["driver"] = args.driver
     sim = json.loads(Path(os.environ["TFGPU_SIM_PIDS"]).read_text())
+    world["host_pid_fixes"] = correct_host_pids(sim, args.driver, os.environ["FAKE_NVML_HOST_PROC"])
     world["sim"] = sim
     world["namespace_inode"] = os.stat("/proc/self/ns/pid").st_ino
     world["run_dir"] = str(Path(os.environ["FAKE_NVML_SCENARIO"]).parent)  # container.py's, left behind
@@ -575,6 +606,11 @@ def main() -> int:
             **{f"foreign {f['host_pid']}": alive(f["host_pid"], host_proc) for f in sim["foreign"]},
         }
         world["train_files_after"] = device_files(train["pid"])
+        # as the fake sees them: each holder through the host's /proc, and every GPU's memory from NVML
+        world["host_view_after"] = {
+            str(h["host_pid"]): alive(h["host_pid"], host_proc) for h in sim["holders"]
+        }
+        world["gpus_used_after"] = [gpu_memory_used(index) for index in range(4)]
         try:
             world["kernel_pids_after"] = jupyter.kernel_pids()
             world["kernel_api_after"] = jupyter.kernel()
