@@ -227,8 +227,6 @@ def test_mig_profiles_come_from_the_name() -> None:
     assert mig_profile("NVIDIA A100-SXM4-80GB") is None
 
 
-
-
 # -- which slice TensorFlow's GPU:0 is: the Environment check and the batch probe's budget (pure) ------------
 
 SLICES = (

@@ -84,13 +84,13 @@ def test_an_allocator_warning_alone_says_the_run_carried_on():
     [
         (
             "Epoch 1/1\n10/10 [==============================] - 1s 9ms/step - loss: 0.5000\n"
-            "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+            'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
             "AttributeError: 'History' object has no attribute 'histroy'\n",
             "Your script failed after training finished, with AttributeError: 'History' object has no "
             "attribute 'histroy'.",
         ),
         (
-            "Traceback (most recent call last):\n  File \"train.py\", line 2, in <module>\n"
+            'Traceback (most recent call last):\n  File "train.py", line 2, in <module>\n'
             "NameError: name 'Data' is not defined\n",
             "Your script failed before training started, with NameError: name 'Data' is not defined.",
         ),

@@ -456,6 +456,7 @@ class HostInspector:
     ) -> SignalOutcome:
         """The safe signal path of kill.py. In a PID namespace of its own, the process must still hold the
         row's GPU device file right before the signal (the evidence it is that GPU's process)."""
+
         def still_holds() -> str | None:
             if row.gpu_index is None or self.holds_gpu(row.pid, row.gpu_index) is not False:
                 return None

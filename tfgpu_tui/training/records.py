@@ -15,7 +15,6 @@ from tfgpu_tui.training.keras_progress import is_bad_number
 EMPTY: Mapping[str, float] = MappingProxyType({})
 
 
-
 def frozen_metrics(metrics: Mapping[str, float]) -> Mapping[str, float]:
     """A read-only copy of `metrics`."""
     return MappingProxyType(dict(metrics)) if metrics else EMPTY

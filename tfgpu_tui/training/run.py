@@ -155,9 +155,7 @@ class TrainingRun(RunReadout):
         """React to a follower event (truncated, rotated, deleted, opened)."""
         if event == FileEvent.DELETED:
             self._raise(
-                Problem(
-                    ProblemId.FILE_DELETED, Severity.WARNING, known.DELETED_MESSAGE, known.DELETED_FIX
-                )
+                Problem(ProblemId.FILE_DELETED, Severity.WARNING, known.DELETED_MESSAGE, known.DELETED_FIX)
             )
         elif event in (FileEvent.TRUNCATED, FileEvent.ROTATED):
             self.problems.pop(ProblemId.FILE_DELETED, None)

@@ -151,7 +151,11 @@ def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
         duration_text(process.running_seconds),
         _tf_mark(process.tensorflow_loaded),
         _command_text(
-            process.host_state, process.jupyter, process.command, _idle_minutes(process), process.own_child,
+            process.host_state,
+            process.jupyter,
+            process.command,
+            _idle_minutes(process),
+            process.own_child,
             tags,
         ),
     )
