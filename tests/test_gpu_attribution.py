@@ -180,3 +180,15 @@ def test_unreadable_descriptors_count_as_unreadable(tmp_path: Path) -> None:
 
 def test_the_initial_pid_namespace_inode_is_the_kernels_constant() -> None:
     assert INIT_PID_NAMESPACE_INODE == 4026531836
+
+
+def test_gpus_are_joined_to_device_files_by_minor_never_by_index() -> None:
+    """Inside a container NVML's indices restart at 0 while the files keep the host's minors: GPU 0 is
+    /dev/nvidia3 here, and a holder of /dev/nvidia0 (another GPU's file) is not its process."""
+    entries = [GpuProcess(15, 0, 1024.0, 0.0), GpuProcess(16, 1, 2048.0, 0.0)]
+    holders = {15: holder(15, 3), 16: holder(16, 0)}
+    results = attribute(entries, {0: 3, 1: 5}, USED, holders, True, "580.95.05")
+    assert [(r.basis, r.local_pid) for r in results] == [
+        (Attribution.NVML, 15),
+        (Attribution.OTHER_NAMESPACE, None),
+    ]
