@@ -63,7 +63,7 @@ class Sampler:
         self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
-        self.rules.own_pid_namespace = bool(getattr(host, "own_pid_namespace", False))
+        self.rules.own_pid_namespace = host.own_pid_namespace
         self.last: Snapshot | None = None
         self._static_alerts: list[Alert] | None = None
         self._lock = threading.Lock()
@@ -280,9 +280,8 @@ class Sampler:
         amount = f"{sum(known):.0f} MiB" if known else "memory"
         entry = f"NVML's PID {row.nvml_pid}" if row.host_pid is not None else "it"
         message = f"{ended}, but {gpus} still lists {amount} for {entry}"
-        holders_of = getattr(self.host, "holders_of", None)
         gpu_indices = sorted({int(label.split(":")[0]) for label in held})
-        holders = [h for gpu in gpu_indices for h in (holders_of(gpu) if holders_of else [])]
+        holders = [h for gpu in gpu_indices for h in self.host.holders_of(gpu)]
         if row.attribution is not None and row.attribution is not Attribution.NVML:
             message += (
                 f": the process ended was only {'probably' if row.attribution.guess else 'by elimination'} "

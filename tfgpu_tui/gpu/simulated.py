@@ -373,6 +373,12 @@ class SimulatedSource:
         )
         return row
 
+    own_pid_namespace = False  # the simulation is not in a container
+
+    def holders_of(self, gpu_index: int) -> list[ProcessRow]:
+        """No device files in the simulation."""
+        return []
+
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
         """The simulated TensorFlow job running on the CPU."""
         return self._cpu_rows(self._clock(), exclude)

@@ -66,6 +66,15 @@ class ProcessHost(Protocol):
 
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]: ...
 
+    @property
+    def own_pid_namespace(self) -> bool:
+        """Whether NVML's PIDs may not be this namespace's (a container without --pid=host)."""
+        ...
+
+    def holders_of(self, gpu_index: int) -> list[ProcessRow]:
+        """The local processes holding that GPU's device file now (inside a container; else empty)."""
+        ...
+
     def stats(self) -> HostStats | None: ...
 
     def terminate(
