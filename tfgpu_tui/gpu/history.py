@@ -7,6 +7,7 @@ import operator
 from array import array
 from bisect import bisect_left
 from collections import deque
+from dataclasses import dataclass
 
 from tfgpu_tui.gpu.model import DeviceSample
 
@@ -108,3 +109,22 @@ class RollingMeans:
         """The mean of each column over the window (zeros when empty)."""
         count = len(self._points)
         return tuple(total / count if count else 0.0 for total in self._sums)
+
+
+Series = tuple[list[float], list[float]]
+
+
+@dataclass(frozen=True)
+class GpuHistory:
+    """One GPU's plotted series, x in seconds relative to now (negative = in the past)."""
+
+    index: int
+    utilization: Series
+    memory_percent: Series
+
+
+def relative_series(series: Series, now: float) -> Series:
+    """Turn (timestamps, percentages) into (seconds before `now`, percentages clamped to 0-100); plotext
+    fails on points outside the axis limits."""
+    times, values = series
+    return [t - now for t in times], [min(100.0, max(0.0, value)) for value in values]

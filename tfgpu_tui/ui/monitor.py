@@ -24,6 +24,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Alert
+from tfgpu_tui.gpu.history import GpuHistory, relative_series
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
@@ -35,7 +36,6 @@ from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList, compact_line_count
 from tfgpu_tui.ui.widgets.gpu_format import set_level_colors
-from tfgpu_tui.ui.widgets.history_series import GpuHistory, relative_series
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import (
     SORT_KEYS,

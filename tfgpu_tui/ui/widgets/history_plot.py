@@ -6,13 +6,8 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from tfgpu_tui.ui.widgets.history_series import (
-    MEMORY_COLOR,
-    UTILIZATION_COLOR,
-    GpuHistory,
-    Series,
-    relative_series,
-)
+from tfgpu_tui.gpu.history import GpuHistory, Series, relative_series
+from tfgpu_tui.ui.widgets.history_series import MEMORY_COLOR, UTILIZATION_COLOR
 
 __all__ = ["MEMORY_COLOR", "UTILIZATION_COLOR", "GpuHistory", "HistoryPlot", "Series", "relative_series"]
 

@@ -1,0 +1,241 @@
+"""The SnapshotFeed (gpu/feed.py): one sampling thread, its subscribers, its pacing, the kill path beside it.
+
+Driven by the simulated source: no Textual, no /proc. Waits are for events the feed causes; their timeouts
+only bound a failure, they are no time window the feed must meet.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+
+import pytest
+
+from tfgpu_tui.gpu.feed import STARTING, FeedUpdate, SnapshotFeed
+from tfgpu_tui.gpu.kill import KillOutcome, KillResult
+from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.gpu.sampler import Sampler
+from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.settings import Settings
+
+GUARD = 60.0  # only bounds a failure
+
+
+class Recorder:
+    """A subscriber that keeps what it receives, in order, and lets a test wait for the next one."""
+
+    def __init__(self) -> None:
+        self.updates: queue.Queue[FeedUpdate] = queue.Queue()
+        self.threads: list[str] = []
+
+    def __call__(self, update: FeedUpdate) -> None:
+        self.threads.append(threading.current_thread().name)
+        self.updates.put(update)
+
+    def next(self) -> FeedUpdate:
+        return self.updates.get(timeout=GUARD)
+
+
+def make_feed(idle_seconds: float = 3600.0, **settings: object) -> SnapshotFeed:
+    """A feed over the demo scene that, left alone, samples once and then waits an hour."""
+    return SnapshotFeed(Settings(**settings), SimulatedSource(gpus=2), idle_seconds=idle_seconds)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def feed():
+    made = make_feed()
+    yield made
+    made.close()
+
+
+def test_the_first_snapshot_reaches_every_subscriber_and_wait_first(feed: SnapshotFeed) -> None:
+    first, second = Recorder(), Recorder()
+    feed.subscribe(first)
+    feed.subscribe(second)
+    feed.start()
+    snapshot = feed.wait_first(GUARD)
+    assert isinstance(snapshot, Snapshot) and snapshot.simulated and len(snapshot.devices) == 2
+    assert first.next().snapshot is snapshot
+    assert second.next().snapshot is snapshot
+    assert first.threads == ["tfgpu-feed"]  # called in the feed's thread
+
+
+def test_a_late_subscriber_gets_the_newest_snapshot_at_once_in_its_own_thread(feed: SnapshotFeed) -> None:
+    feed.start()
+    snapshot = feed.wait_first(GUARD)
+    late = Recorder()
+    feed.subscribe(late)
+    assert late.updates.get_nowait().snapshot is snapshot
+    assert late.threads == [threading.current_thread().name]
+    quiet = Recorder()
+    feed.subscribe(quiet, replay=False)
+    assert quiet.updates.empty()
+
+
+def test_the_period_is_the_shortest_any_subscriber_wants_else_idle(feed: SnapshotFeed) -> None:
+    assert feed.period() == 3600.0
+    header = feed.subscribe(Recorder())  # no wish: the idle rate
+    assert feed.period() == 3600.0
+    monitor = feed.subscribe(Recorder(), period=1.0)
+    exporter = feed.subscribe(Recorder(), period=5.0)
+    assert feed.period() == 1.0
+    monitor.set_period(None)  # the Monitor hidden
+    assert feed.period() == 5.0
+    exporter.cancel()
+    assert feed.period() == 3600.0
+    header.cancel()
+    monitor.cancel()
+
+
+def test_a_shorter_period_takes_effect_at_once(feed: SnapshotFeed) -> None:
+    """Left alone the feed would wait an hour after its first sample; a subscriber wanting one every 0.25 s
+    gets its next snapshots without that wait."""
+    seen = Recorder()
+    subscription = feed.subscribe(seen)
+    feed.start()
+    first = seen.next().snapshot
+    subscription.set_period(0.25)
+    assert seen.next().snapshot.timestamp > first.timestamp
+    assert seen.next().snapshot.timestamp > first.timestamp
+
+
+def test_sample_soon_takes_the_next_sample_now(feed: SnapshotFeed) -> None:
+    seen = Recorder()
+    feed.subscribe(seen)
+    feed.start()
+    first = seen.next().snapshot
+    feed.sample_soon()
+    assert seen.next().snapshot.timestamp > first.timestamp
+
+
+def test_a_failing_subscriber_does_not_stop_the_others(feed: SnapshotFeed) -> None:
+    def broken(update: FeedUpdate) -> None:
+        raise RuntimeError("a subscriber's bug")
+
+    seen = Recorder()
+    feed.subscribe(broken)
+    feed.subscribe(seen)
+    feed.start()
+    seen.next()
+    feed.sample_soon()
+    seen.next()
+
+
+def test_histories_come_only_to_who_asked_and_only_when_due(feed: SnapshotFeed) -> None:
+    plots, header = Recorder(), Recorder()
+    wanting = feed.subscribe(plots)
+    wanting.set_histories(3600.0)  # at most once an hour
+    feed.subscribe(header)
+    feed.start()
+    update = plots.next()
+    assert update.histories is not None
+    assert [h.index for h in update.histories] == [0, 1]
+    times, values = update.histories[0].utilization
+    assert times and all(t <= 0 for t in times) and all(0 <= v <= 100 for v in values)
+    assert header.next().histories is None
+    feed.sample_soon()
+    assert plots.next().histories is None  # not due again for an hour
+    wanting.want_histories()
+    feed.sample_soon()
+    assert plots.next().histories is not None
+
+
+def test_a_cancelled_subscription_receives_nothing_more(feed: SnapshotFeed) -> None:
+    gone, staying = Recorder(), Recorder()
+    subscription = feed.subscribe(gone)
+    feed.subscribe(staying)
+    feed.start()
+    gone.next()
+    staying.next()
+    subscription.cancel()
+    feed.sample_soon()
+    staying.next()
+    assert gone.updates.empty()
+
+
+def test_close_stops_the_thread_and_releases_the_source() -> None:
+    closed = threading.Event()
+
+    class Source(SimulatedSource):
+        def close(self) -> None:
+            closed.set()
+
+    feed = SnapshotFeed(Settings(), Source(gpus=2), idle_seconds=3600.0)
+    feed.start()
+    feed.wait_first(GUARD)
+    feed.close(timeout=GUARD)
+    assert closed.is_set()
+    assert not any(thread.name == "tfgpu-feed" and thread.is_alive() for thread in threading.enumerate())
+
+
+def test_a_sampler_that_cannot_start_is_said_as_the_snapshot_error() -> None:
+    class Broken:
+        """A source whose host cannot be reached: the Sampler cannot be made."""
+
+        @property
+        def host(self) -> None:
+            raise RuntimeError("no host")
+
+    feed = SnapshotFeed(Settings(), Broken())  # type: ignore[arg-type]
+    seen = Recorder()
+    feed.subscribe(seen)
+    feed.start()
+    snapshot = seen.next().snapshot
+    assert snapshot.error is not None and "could not start" in snapshot.error.message
+    assert "no host" in snapshot.error.message
+    feed.close(timeout=GUARD)
+
+
+def test_a_sample_that_raises_is_said_and_the_feed_goes_on() -> None:
+    class Flaky(Sampler):
+        calls = 0
+
+        def sample(self) -> Snapshot:
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise RuntimeError("one bad reading")
+            return super().sample()
+
+    settings = Settings()
+    feed = SnapshotFeed(settings, sampler=Flaky(settings, SimulatedSource(gpus=2)), idle_seconds=3600.0)
+    seen = Recorder()
+    feed.subscribe(seen)
+    feed.start()
+    failed = seen.next().snapshot
+    assert failed.error is not None and "one bad reading" in failed.error.message
+    feed.sample_soon()
+    assert seen.next().snapshot.error is None
+    feed.close(timeout=GUARD)
+
+
+def test_the_kill_runs_beside_the_feed_and_a_fresh_snapshot_follows(feed: SnapshotFeed) -> None:
+    seen = Recorder()
+    feed.subscribe(seen)
+    assert feed.kill_refusal(object()) == STARTING  # type: ignore[arg-type]
+    feed.start()
+    snapshot = seen.next().snapshot
+    kernel = next(row for row in snapshot.processes if row.jupyter is not None)
+    steps: list[str] = []
+    done: queue.Queue[KillOutcome] = queue.Queue()
+    assert feed.start_kill(kernel, signal.SIGTERM, steps.append, done.put) is None
+    outcome = done.get(timeout=GUARD)
+    assert outcome.result is KillResult.FREED and outcome.pid == kernel.pid
+    assert steps  # progress was reported
+    after = seen.next().snapshot
+    while kernel.pid in {row.pid for row in after.processes}:  # the kill's own confirming samples come first
+        after = seen.next().snapshot
+    assert not feed.kill_running
+
+
+def test_a_refused_kill_starts_nothing() -> None:
+    feed = make_feed(readonly=True)
+    feed.start()
+    snapshot = feed.wait_first(GUARD)
+    assert snapshot is not None
+    row = snapshot.processes[0]
+    called: list[object] = []
+    refusal = feed.start_kill(row, signal.SIGTERM, called.append, called.append)
+    assert refusal is not None and "Read-only" in refusal
+    assert called == [] and not feed.kill_running
+    feed.close(timeout=GUARD)
