@@ -31,7 +31,7 @@ def _check_rows() -> list[tuple[str, str, str]]:
 def _needs(item: Check) -> str:
     if item.needs_tensorflow:
         return "TensorFlow"
-    return "probe" if item.needs_probe else "facts"
+    return "inspection" if item.needs_inspection else "facts"
 
 
 def test_environment_check_table_is_the_registry() -> None:

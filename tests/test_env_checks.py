@@ -14,20 +14,20 @@ from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.recorded import demo_recording, facts_from_dict, load_recording, recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
-from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun, needs_vlog_retry
+from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun, needs_vlog_retry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 PY = "/home/ana/venvs/tf/bin/python"
 
 
 def findings_for(name: str) -> dict[str, Finding]:
-    facts, probe = load_recording(FIXTURES / f"{name}.json")
-    return {finding.id: finding for finding in evaluate(facts, probe)}
+    facts, inspection = load_recording(FIXTURES / f"{name}.json")
+    return {finding.id: finding for finding in evaluate(facts, inspection)}
 
 
 def test_all_good_is_all_ok() -> None:
-    facts, probe = load_recording(FIXTURES / "all_good.json")
-    report = full_report(facts, probe)
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
+    report = full_report(facts, inspection)
     assert {f.id: f.status for f in report.findings if f.status is not Status.OK} == {}
     assert report.exit_code() == 0
     found = {finding.id: finding for finding in report.findings}
@@ -110,9 +110,9 @@ def test_cannot_dlopen_fallback_names_library_and_symlink_fix() -> None:
 
 def test_vlog_retry_only_for_cuda_build_without_gpus() -> None:
     for name, expected in [("cannot_dlopen", True), ("all_good", False), ("cpu_build_on_gpu", False)]:
-        _, probe = load_recording(FIXTURES / f"{name}.json")
-        assert needs_vlog_retry(probe.outcome) is expected, name
-    assert not needs_vlog_retry(ProbeOutcome("timeout", "slow", None, "", 1.0))
+        _, inspection = load_recording(FIXTURES / f"{name}.json")
+        assert needs_vlog_retry(inspection.outcome) is expected, name
+    assert not needs_vlog_retry(InspectionOutcome("timeout", "slow", None, "", 1.0))
 
 
 def _with(facts: EnvFacts, **changes: object) -> EnvFacts:
@@ -132,19 +132,19 @@ def _with(facts: EnvFacts, **changes: object) -> EnvFacts:
     ],
 )
 def test_cuda_visible_devices_values(value: str, status: Status, words: str) -> None:
-    facts, probe = load_recording(FIXTURES / "all_good.json")
-    found = {f.id: f for f in evaluate(_with(facts, env_vars={"CUDA_VISIBLE_DEVICES": value}), probe)}
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
+    found = {f.id: f for f in evaluate(_with(facts, env_vars={"CUDA_VISIBLE_DEVICES": value}), inspection)}
     assert found["cuda_visible_devices"].status is status
     assert words in found["cuda_visible_devices"].detail
 
 
 def test_stale_ld_library_path_is_named_with_its_fix() -> None:
-    facts, probe = load_recording(FIXTURES / "all_good.json")
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
     stale = LibraryFile("libcudnn", (9, 1, 0), "/opt/cudnn-9.1/lib/libcudnn.so.9", "LD_LIBRARY_PATH")
     facts = _with(
         facts, ld_library_path=[stale], ld_library_dirs=["/opt/cudnn-9.1/lib", "/usr/local/nvidia/lib64"]
     )
-    libraries = {f.id: f for f in evaluate(facts, probe)}["cuda_libraries"]
+    libraries = {f.id: f for f in evaluate(facts, inspection)}["cuda_libraries"]
     assert libraries.status is Status.FAILURE
     assert "LD_LIBRARY_PATH directory /opt/cudnn-9.1/lib" in libraries.detail
     assert "libcudnn 9.1.0 is older than the 9.3" in libraries.detail
@@ -152,17 +152,17 @@ def test_stale_ld_library_path_is_named_with_its_fix() -> None:
 
 
 def test_same_version_shadow_is_a_warning() -> None:
-    facts, probe = load_recording(FIXTURES / "all_good.json")
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
     shadow = LibraryFile("libcudnn", (9, 5, 1), "/usr/local/cuda/lib64/libcudnn.so.9", "LD_LIBRARY_PATH")
     facts = _with(facts, ld_library_path=[shadow], ld_library_dirs=["/usr/local/cuda/lib64"])
-    libraries = {f.id: f for f in evaluate(facts, probe)}["cuda_libraries"]
+    libraries = {f.id: f for f in evaluate(facts, inspection)}["cuda_libraries"]
     assert libraries.status is Status.WARNING
     assert "/usr/local/cuda/lib64" in libraries.detail and libraries.fix == "unset LD_LIBRARY_PATH"
 
 
 def test_gpu_processes_link_to_monitor() -> None:
-    facts, probe = demo_recording()
-    processes = {f.id: f for f in evaluate(facts, probe)}["gpu_processes"]
+    facts, inspection = demo_recording()
+    processes = {f.id: f for f in evaluate(facts, inspection)}["gpu_processes"]
     assert processes.status is Status.WARNING
     assert "PID 48211 on GPU 0 (18432 MiB)" in processes.detail
     assert processes.link_tab == "monitor"
@@ -170,10 +170,10 @@ def test_gpu_processes_link_to_monitor() -> None:
 
 def test_python_outside_tested_range_warns() -> None:
     data = json.loads((FIXTURES / "all_good.json").read_text())
-    data["probe"]["python"]["version"] = "3.13.1"
-    facts, probe = facts_from_dict(data), load_recording(FIXTURES / "all_good.json")[1]
-    probe.outcome.data = data["probe"]
-    tensorflow = {f.id: f for f in evaluate(facts, probe)}["tensorflow"]
+    data["inspection"]["python"]["version"] = "3.13.1"
+    facts, inspection = facts_from_dict(data), load_recording(FIXTURES / "all_good.json")[1]
+    inspection.outcome.data = data["inspection"]
+    tensorflow = {f.id: f for f in evaluate(facts, inspection)}["tensorflow"]
     assert tensorflow.status is Status.WARNING and "3.9-3.12" in tensorflow.detail
 
 
@@ -191,26 +191,28 @@ def test_arch_below_build_minimum_fails_and_newer_needs_ptx() -> None:
 
 
 def test_pending_until_probe_then_every_check_once() -> None:
-    facts, probe = load_recording(FIXTURES / "all_good.json")
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
     fast = evaluate(facts)
     pending = {f.id for f in fast if f.status is Status.PENDING}
-    assert pending == {c.id for c in CHECKS if c.needs_probe}
+    assert pending == {c.id for c in CHECKS if c.needs_inspection}
     assert {"driver", "cuda_visible_devices", "cuda_libraries", "mixed_precision"}.isdisjoint(pending)
-    assert [f.id for f in evaluate(facts, probe)][: len(CHECKS)] == [c.id for c in CHECKS]
+    assert [f.id for f in evaluate(facts, inspection)][: len(CHECKS)] == [c.id for c in CHECKS]
     assert len(CHECKS) >= 14
 
 
 def test_no_gpu_log_lines_are_informational() -> None:
     data = json.loads((FIXTURES / "cannot_dlopen.json").read_text())
     data["nvml"] = {"error": None, "driver": None, "devices": [], "processes": []}
-    facts, probe = facts_from_dict(data), load_recording(FIXTURES / "cannot_dlopen.json")[1]
-    logs = [f for f in evaluate(facts, probe) if f.id.startswith("log:")]
+    facts, inspection = facts_from_dict(data), load_recording(FIXTURES / "cannot_dlopen.json")[1]
+    logs = [f for f in evaluate(facts, inspection) if f.id.startswith("log:")]
     assert logs and all(f.status is Status.OK and f.informational for f in logs)
 
 
-def test_probe_failures_become_findings() -> None:
+def test_inspection_failures_become_findings() -> None:
     facts, _ = load_recording(FIXTURES / "all_good.json")
-    hung = ProbeRun(ProbeOutcome("timeout", "The TensorFlow probe did not finish within 2 s.", None, "", 2.0))
+    hung = InspectionRun(
+        InspectionOutcome("timeout", "The TensorFlow inspection did not finish within 2 s.", None, "", 2.0)
+    )
     found = {f.id: f for f in evaluate(facts, hung)}
     assert found["tensorflow"].status is Status.FAILURE and "--timeout" in found["tensorflow"].fix
     assert found["gpus_visible"].status is Status.SKIPPED
@@ -227,8 +229,8 @@ def test_exit_codes() -> None:
 
 
 def test_markdown_and_text_reports_carry_the_fix() -> None:
-    facts, probe = load_recording(FIXTURES / "cpu_build_on_gpu.json")
-    report = full_report(facts, probe)
+    facts, inspection = load_recording(FIXTURES / "cpu_build_on_gpu.json")
+    report = full_report(facts, inspection)
     markdown = report_markdown(report)
     assert markdown.startswith("# tfgpu-tui environment report")
     assert (
@@ -240,8 +242,8 @@ def test_markdown_and_text_reports_carry_the_fix() -> None:
 
 
 def test_recording_round_trip() -> None:
-    facts, probe = load_recording(FIXTURES / "cannot_dlopen.json")
-    again = recording_dict(facts, probe)
+    facts, inspection = load_recording(FIXTURES / "cannot_dlopen.json")
+    again = recording_dict(facts, inspection)
     facts2 = facts_from_dict(again)
     assert facts2 == dataclasses.replace(facts, collect_seconds=0.0)
-    assert again["retry_stderr"] == probe.retry.stderr
+    assert again["retry_stderr"] == inspection.retry.stderr

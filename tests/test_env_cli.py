@@ -1,4 +1,4 @@
-"""`tfgpu-tui check`: JSON shape, exit codes, bad interpreters; the real probe (needs TensorFlow)."""
+"""`tfgpu-tui check`: JSON shape, exit codes, bad interpreters; the real inspection (needs TensorFlow)."""
 
 from __future__ import annotations
 
@@ -80,13 +80,13 @@ def test_without_python_it_checks_what_the_environment_tab_checks(
 @pytest.fixture(scope="module")
 def real_report():
     run = run_check(sys.executable, 120)
-    return run.report, run.probe
+    return run.report, run.inspection
 
 
 @pytest.mark.tf
 def test_real_probe_cpu_build(real_report) -> None:
-    report, probe = real_report
-    assert probe.outcome.ok, probe.outcome.message
+    report, inspection = real_report
+    assert inspection.outcome.ok, inspection.outcome.message
     found = {finding.id: finding for finding in report.findings}
     assert found["tensorflow"].status is Status.OK and "TensorFlow 2." in found["tensorflow"].detail
     assert report.facts["tf_is_cuda_build"] is False  # CI installs tensorflow-cpu
@@ -95,7 +95,7 @@ def test_real_probe_cpu_build(real_report) -> None:
     assert "tensorflow[and-cuda]==" in build.fix
     assert found["placement"].status is Status.SKIPPED and "on the CPU" in found["placement"].detail
     assert found["gpus_visible"].status is Status.SKIPPED
-    assert probe.retry is None  # no VLOG re-run for a CPU build
+    assert inspection.retry is None  # no VLOG re-run for a CPU build
 
 
 @pytest.mark.tf
@@ -118,8 +118,8 @@ def test_record_writes_a_replayable_recording(tmp_path, capsys: pytest.CaptureFi
     path = tmp_path / "env.json"
     code = main(["check", "--python", "/nonexistent/python", "--record", str(path)])
     assert code == 3 and "Result: failure" in capsys.readouterr().out
-    facts, probe = load_recording(path)
+    facts, inspection = load_recording(path)
     assert facts.interpreter.error.startswith("No Python interpreter")
-    assert probe.outcome.error_kind == "interpreter_missing"
-    found = {finding.id: finding for finding in evaluate(facts, probe)}
+    assert inspection.outcome.error_kind == "interpreter_missing"
+    found = {finding.id: finding for finding in evaluate(facts, inspection)}
     assert found["tensorflow"].status is Status.FAILURE

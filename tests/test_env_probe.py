@@ -1,4 +1,4 @@
-"""The TensorFlow probe's child process: missing, broken, crashing and hanging interpreters give findings."""
+"""The TensorFlow inspection's child process: missing, broken, crashing, hanging interpreters: findings."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
-from tfgpu_tui.env.tf_inspection import ProbeRun, run_probe, run_probe_with_retry
+from tfgpu_tui.env.tf_inspection import InspectionRun, run_inspection, run_inspection_with_retry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 
@@ -35,29 +35,29 @@ def script(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def tf_finding(outcome_run: ProbeRun):
+def tf_finding(outcome_run: InspectionRun):
     facts, _ = load_recording(FIXTURES / "all_good.json")
     return {f.id: f for f in evaluate(facts, outcome_run)}["tensorflow"]
 
 
 def test_missing_interpreter() -> None:
-    outcome = run_probe("/nonexistent/bin/python", 5)
+    outcome = run_inspection("/nonexistent/bin/python", 5)
     assert outcome.error_kind == "interpreter_missing"
     assert "No Python interpreter at /nonexistent/bin/python" in outcome.message
-    finding = tf_finding(ProbeRun(outcome))
+    finding = tf_finding(InspectionRun(outcome))
     assert finding.status is Status.FAILURE and "--python" in finding.fix
 
 
 def test_not_executable(tmp_path: Path) -> None:
     path = tmp_path / "python"
     path.write_text("not a program")
-    outcome = run_probe(str(path), 5)
+    outcome = run_inspection(str(path), 5)
     assert outcome.error_kind == "interpreter_unusable" and "not executable" in outcome.message
 
 
 def test_not_a_python(tmp_path: Path) -> None:
     fake = script(tmp_path, "python", "#!/bin/sh\necho 'this is not python' >&2\nexit 3\n")
-    outcome = run_probe(fake, 5)
+    outcome = run_inspection(fake, 5)
     assert outcome.error_kind == "crashed"
     assert "status 3" in outcome.message and "this is not python" in outcome.message
 
@@ -65,7 +65,7 @@ def test_not_a_python(tmp_path: Path) -> None:
 def test_tensorflow_not_installed(tmp_path: Path) -> None:
     # The same interpreter without site-packages: a real Python without TensorFlow.
     bare = script(tmp_path, "python", f'#!/bin/sh\nexec "{sys.executable}" -S -I "$@"\n')
-    run = run_probe_with_retry(bare, 30)
+    run = run_inspection_with_retry(bare, 30)
     assert run.outcome.ok and run.retry is None
     assert run.data["tensorflow"]["installed"] is False
     finding = tf_finding(run)
@@ -76,9 +76,9 @@ def test_tensorflow_not_installed(tmp_path: Path) -> None:
 
 def test_import_error_inside_tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_tensorflow(tmp_path, monkeypatch, "raise RuntimeError('module compiled against NumPy 1.x')\n")
-    outcome = run_probe(sys.executable, 30)
+    outcome = run_inspection(sys.executable, 30)
     assert outcome.ok and outcome.data["tensorflow"]["installed"] is True
-    finding = tf_finding(ProbeRun(outcome))
+    finding = tf_finding(InspectionRun(outcome))
     assert finding.status is Status.FAILURE and "NumPy 1.x" in finding.detail
 
 
@@ -89,9 +89,9 @@ def test_probe_that_crashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "compiled with: 9.3.0.\\n')\nsys.stderr.flush()\nos._exit(134)\n"
     )
     fake_tensorflow(tmp_path, monkeypatch, body)
-    outcome = run_probe(sys.executable, 30)
+    outcome = run_inspection(sys.executable, 30)
     assert outcome.error_kind == "crashed" and "status 134" in outcome.message
-    finding = tf_finding(ProbeRun(outcome))
+    finding = tf_finding(InspectionRun(outcome))
     assert finding.status is Status.FAILURE
     assert "cuDNN" in finding.detail or "CuDNN" in finding.detail  # the log line was diagnosed
     assert "LD_LIBRARY_PATH" in finding.fix
@@ -101,28 +101,28 @@ def test_probe_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     fake_tensorflow(
         tmp_path, monkeypatch, "import sys, time\nsys.stderr.write('loading...\\n')\ntime.sleep(60)\n"
     )
-    outcome = run_probe(sys.executable, 1.5)
+    outcome = run_inspection(sys.executable, 1.5)
     assert outcome.error_kind == "timeout"
     assert "did not finish within 1.5 s" in outcome.message
     # stopped, not waited out: it ended before the hanging import would have on its own (it sleeps 60 s); an
     # order of two events rather than a small number of seconds a loaded machine can overrun
     assert 1.5 <= outcome.seconds < 60
-    assert "--timeout" in tf_finding(ProbeRun(outcome)).fix
+    assert "--timeout" in tf_finding(InspectionRun(outcome)).fix
 
 
 def test_stdout_noise_does_not_break_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     body = "print('hello from tensorflow')\n__version__ = '0.0'\n"
     fake_tensorflow(tmp_path, monkeypatch, body)
-    outcome = run_probe(sys.executable, 30)
+    outcome = run_inspection(sys.executable, 30)
     assert outcome.ok, outcome.message
-    assert "hello from tensorflow" in outcome.stderr  # the probe moved TF's prints to stderr
+    assert "hello from tensorflow" in outcome.stderr  # the inspection moved TF's prints to stderr
     assert outcome.data["tensorflow"]["version"] == "0.0"
 
 
 def test_user_log_level_is_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
     fake_tensorflow(tmp_path, monkeypatch, "__version__ = '0.0'\n")
-    outcome = run_probe(sys.executable, 30)
+    outcome = run_inspection(sys.executable, 30)
     assert outcome.data["env"]["TF_CPP_MIN_LOG_LEVEL"] == "0"
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
 
@@ -130,9 +130,9 @@ def test_user_log_level_is_overridden(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_stop_all_ends_a_running_probe(tmp_path: Path) -> None:
     slow = script(tmp_path, "python", "#!/bin/sh\nsleep 30\n")
     outcomes = []
-    thread = threading.Thread(target=lambda: outcomes.append(run_probe(slow, 60)))
+    thread = threading.Thread(target=lambda: outcomes.append(run_inspection(slow, 60)))
     thread.start()
     wait_for(stop_all, timeout=20)  # until there is a child to stop (it can start late on a loaded machine)
-    thread.join(25)  # the child sleeps 30 s: the probe still running after this was not stopped
+    thread.join(25)  # the child sleeps 30 s: the inspection still running after this was not stopped
     assert not thread.is_alive()  # no elapsed-time bound: the SIGKILL below says stop_all ended it
     assert outcomes[0].error_kind == "crashed" and "was killed by SIGKILL" in outcomes[0].message

@@ -95,12 +95,14 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
     from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
     monkeypatch.setenv("VIRTUAL_ENV", str(bare_venv))
-    facts, probe = demo_recording()  # a recorded environment: this test is about which interpreter is asked
+    facts, inspection = (
+        demo_recording()
+    )  # a recorded environment: this test is about which interpreter is asked
     checked: list[str] = []
     monkeypatch.setattr(
         EnvironmentTab, "collect", staticmethod(lambda python: checked.append(python) or facts)
     )
-    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(lambda python, timeout: probe))
+    monkeypatch.setattr(EnvironmentTab, "inspect", staticmethod(lambda python, timeout: inspection))
     app = TfgpuApp(Settings(), initial_tab="environment")
     async with app.run_test(size=(120, 30)) as pilot:
         tab = app.query_one(EnvironmentTab)
@@ -215,12 +217,12 @@ async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
     from tfgpu_tui.ui.environment import EnvironmentTab
     from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
-    facts, probe = demo_recording()
+    facts, inspection = demo_recording()
     checked: list[str] = []
     monkeypatch.setattr(
         EnvironmentTab, "collect", staticmethod(lambda python: checked.append(python) or facts)
     )
-    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(lambda python, timeout: probe))
+    monkeypatch.setattr(EnvironmentTab, "inspect", staticmethod(lambda python, timeout: inspection))
     monkeypatch.setattr(
         EnvironmentTab, "find_interpreters", staticmethod(lambda: [Candidate(sys.executable, "x")])
     )

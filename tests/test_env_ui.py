@@ -85,17 +85,17 @@ async def test_save_report_writes_markdown(tmp_path: Path) -> None:
 
 
 async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
-    facts, probe = load_recording(FIXTURES / "cpu_build_on_gpu.json")
+    facts, inspection = load_recording(FIXTURES / "cpu_build_on_gpu.json")
     release = threading.Event()
     calls: list[str] = []
 
     def slow_probe(python: str, timeout: float):
         calls.append(python)
         release.wait(60)  # until the test releases it (the limit only keeps a failed test from hanging)
-        return probe
+        return inspection
 
     monkeypatch.setattr(EnvironmentTab, "collect", staticmethod(lambda python: facts))
-    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(slow_probe))
+    monkeypatch.setattr(EnvironmentTab, "inspect", staticmethod(slow_probe))
     app = TfgpuApp(Settings(python="/opt/py/bin/python"), initial_tab="environment")
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.query_one(EnvironmentTab)
@@ -174,9 +174,9 @@ async def test_a_long_fix_is_whole_on_screen_on_rows_of_its_own(
     within the width, on rows nothing else shares (so a mouse copy of those rows is the command)."""
     from tfgpu_tui.ui.widgets.finding_detail import FixText, wrap_fix
 
-    facts, probe = load_recording(FIXTURES / "cpu_build_on_gpu.json")
+    facts, inspection = load_recording(FIXTURES / "cpu_build_on_gpu.json")
     monkeypatch.setattr(EnvironmentTab, "collect", staticmethod(lambda python: facts))
-    monkeypatch.setattr(EnvironmentTab, "probe", staticmethod(lambda python, timeout: probe))
+    monkeypatch.setattr(EnvironmentTab, "inspect", staticmethod(lambda python, timeout: inspection))
     app = TfgpuApp(Settings(python="/home/ana/venvs/tf/bin/python"), initial_tab="environment")
     async with app.run_test(size=size) as pilot:
         tab = await wait_until_complete(pilot, app)

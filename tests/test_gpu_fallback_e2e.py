@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tfgpu_tui.env.tf_inspection import PROBE_ENV
+from tfgpu_tui.env.tf_inspection import INSPECT_ENV
 from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child, marked
 from tfgpu_tui.probe.trial_runner import child_environment
 
@@ -28,10 +28,10 @@ FALLBACK_LIMIT_SECONDS = 5.0
 
 
 def test_probe_children_are_marked_both_ways() -> None:
-    assert PROBE_ENV[CHILD_ENV_VAR] == "1" and child_environment("CPU")[CHILD_ENV_VAR] == "1"
-    assert argv_is_child(["/usr/bin/python3", "/site/tfgpu_tui/env/tf_probe.py"])
+    assert INSPECT_ENV[CHILD_ENV_VAR] == "1" and child_environment("CPU")[CHILD_ENV_VAR] == "1"
+    assert argv_is_child(["/usr/bin/python3", "/site/tfgpu_tui/env/tf_inspect_script.py"])
     assert argv_is_child(["python", "/x/tfgpu_tui/probe/worker.py", '{"model": "builtin:cnn"}'])
-    assert not argv_is_child(["python", "train.py", "tfgpu_tui/env/tf_probe.py"])
+    assert not argv_is_child(["python", "train.py", "tfgpu_tui/env/tf_inspect_script.py"])
 
 
 def _start(env: dict[str, str]) -> subprocess.Popen:

@@ -155,11 +155,11 @@ def test_formatting_edges() -> None:
 def test_rows_show_idle_time_and_our_own_children() -> None:
     idle = _process(1, gpu_memory_mib=18432.0, sm_percent=0.0, idle_seconds=754.0, command="python -m x")
     fresh = _process(2, gpu_memory_mib=1024.0, sm_percent=0.0, idle_seconds=30.0, command="python y.py")
-    child = _process(3, own_child=True, command="python tf_probe.py")
+    child = _process(3, own_child=True, command="python tf_inspect_script.py")
     rows = build_process_rows(_snapshot([idle, fresh, child]), "pid")
     assert _cell(rows, 0, "command") == "[idle 12m] python -m x"
     assert _cell(rows, 1, "command") == "python y.py"
-    assert _cell(rows, 2, "command") == "[tfgpu-tui child] python tf_probe.py"
+    assert _cell(rows, 2, "command") == "[tfgpu-tui child] python tf_inspect_script.py"
 
 
 def test_card_and_compact_line_say_how_long_the_gpu_has_read_zero() -> None:

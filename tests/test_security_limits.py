@@ -39,11 +39,11 @@ def executable(path: Path, text: str) -> Path:
 MEASURE = """
 import json, sys
 import tfgpu_tui.ui.app  # the dashboard's own weight
-from tfgpu_tui.env.tf_inspection import run_probe
+from tfgpu_tui.env.tf_inspection import run_inspection
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.trial_runner import TrialRunner
 
-outcome = run_probe(sys.argv[1], 120)
+outcome = run_inspection(sys.argv[1], 120)
 trial = TrialRunner(ProbeRequest(budget_mb=100.0), sys.argv[2]).run_trial(8)
 status = open("/proc/self/status").read()
 peak_kb = int(status.split("VmHWM:", 1)[1].split()[0])

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 CHILD_ENV_VAR = "TFGPU_TUI_CHILD"
 CHILD_ENV_VALUE = "1"
-CHILD_SCRIPTS = ("tfgpu_tui/env/tf_probe.py", "tfgpu_tui/probe/worker.py")
+CHILD_SCRIPTS = ("tfgpu_tui/env/tf_inspect_script.py", "tfgpu_tui/probe/worker.py")
 
 
 def marked(env: Mapping[str, str]) -> dict[str, str]:

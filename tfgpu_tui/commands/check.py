@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help="check that TensorFlow can use the GPU (driver, build, libraries, devices)",
         description="Run every environment check and print the findings with their fixes. TensorFlow is "
-        "inspected by a probe run with the target interpreter. "
+        "inspected by a inspection run with the target interpreter. "
         f"Exit status: {EXIT_OK} all ok, {EXIT_CHECK_WARNINGS} warnings, {EXIT_CHECK_FAILED} a failed check, "
         f"{EXIT_USAGE} a bad command line.",
     )
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="also save the facts and the raw probe output as JSON (replayable by tests and bug reports)",
+        help="also save the facts and the raw inspection output as JSON (replayable by tests, bug reports)",
     )
     parser.set_defaults(func=run)
 
@@ -64,9 +64,9 @@ def _print_fast(report: EnvReport) -> None:
 
 
 def _write_recording(path: Path, result: CheckRun) -> bool:
-    """Save the facts and raw probe output for replay; False (with a message) if it cannot be written."""
+    """Save the facts and raw inspection output for replay; False (with a message) if it cannot be written."""
     try:
-        path.write_text(json.dumps(recording_dict(result.facts, result.probe), indent=2) + "\n")
+        path.write_text(json.dumps(recording_dict(result.facts, result.inspection), indent=2) + "\n")
     except OSError as error:
         print(f"tfgpu-tui check: could not write {path}: {error.strerror or error}", file=sys.stderr)
         return False

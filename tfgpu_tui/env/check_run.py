@@ -1,4 +1,4 @@
-"""Run the whole environment check: fast findings first, TensorFlow findings after the probe.
+"""Run the whole environment check: fast findings first, TensorFlow findings after the inspection.
 
 Used by `tfgpu-tui check` and the Environment tab (from a worker thread). Blocking; never raises.
 """
@@ -13,15 +13,15 @@ from typing import Any
 from tfgpu_tui.env import checks
 from tfgpu_tui.env.facts import CHILD_TIMEOUT_SECONDS, EnvFacts, collect_facts
 from tfgpu_tui.env.findings import EnvReport
-from tfgpu_tui.env.tf_inspection import ProbeRun, run_probe_with_retry
+from tfgpu_tui.env.tf_inspection import InspectionRun, run_inspection_with_retry
 
-MIN_PROBE_SECONDS = 0.5
+MIN_INSPECTION_SECONDS = 0.5
 
 
-def summary_facts(facts: EnvFacts, probe: ProbeRun | None) -> dict[str, Any]:
+def summary_facts(facts: EnvFacts, inspection: InspectionRun | None) -> dict[str, Any]:
     """The facts of `check --json`: the headline values first, then everything collected."""
     driver = facts.nvml.driver
-    data = probe.data if probe is not None else {}
+    data = inspection.data if inspection is not None else {}
     build = data.get("build_info") or {}
     tf = data.get("tensorflow") or {}
     summary: dict[str, Any] = {
@@ -44,15 +44,15 @@ def summary_facts(facts: EnvFacts, probe: ProbeRun | None) -> dict[str, Any]:
             }
             for device in facts.nvml.devices
         ],
-        "gpus_tf": data.get("physical_gpus") if probe is not None else None,
+        "gpus_tf": data.get("physical_gpus") if inspection is not None else None,
         "placement": data.get("placement"),
     }
-    if probe is not None:
-        summary["probe"] = {
-            "seconds": round(probe.outcome.seconds, 3),
-            "error_kind": probe.outcome.error_kind,
-            "message": probe.outcome.message,
-            "vlog_rerun": probe.retry is not None,
+    if inspection is not None:
+        summary["inspection"] = {
+            "seconds": round(inspection.outcome.seconds, 3),
+            "error_kind": inspection.outcome.error_kind,
+            "message": inspection.outcome.message,
+            "vlog_rerun": inspection.retry is not None,
         }
     summary["environment"] = facts.as_dict()
     return summary
@@ -63,9 +63,9 @@ def fast_report(facts: EnvFacts) -> EnvReport:
     return EnvReport(checks.evaluate(facts), summary_facts(facts, None), complete=False)
 
 
-def full_report(facts: EnvFacts, probe: ProbeRun) -> EnvReport:
-    """Every finding, once the probe has answered."""
-    return EnvReport(checks.evaluate(facts, probe), summary_facts(facts, probe), complete=True)
+def full_report(facts: EnvFacts, inspection: InspectionRun) -> EnvReport:
+    """Every finding, once the inspection has answered."""
+    return EnvReport(checks.evaluate(facts, inspection), summary_facts(facts, inspection), complete=True)
 
 
 @dataclass(frozen=True)
@@ -74,15 +74,15 @@ class CheckRun:
 
     report: EnvReport
     facts: EnvFacts
-    probe: ProbeRun
+    inspection: InspectionRun
 
 
 def run_check(python: str, timeout: float, on_fast: Callable[[EnvReport], None] | None = None) -> CheckRun:
-    """Collect facts, report the fast findings through `on_fast`, run the probe, return the full report.
+    """Collect facts, report the fast findings through `on_fast`, run the inspection, return the full report.
     `timeout` bounds the whole check (a hanging interpreter included), give or take half a second."""
     deadline = time.monotonic() + timeout
     facts = collect_facts(python, timeout=min(timeout, CHILD_TIMEOUT_SECONDS))
     if on_fast is not None:
         on_fast(fast_report(facts))
-    probe = run_probe_with_retry(python, max(MIN_PROBE_SECONDS, deadline - time.monotonic()))
-    return CheckRun(full_report(facts, probe), facts, probe)
+    inspection = run_inspection_with_retry(python, max(MIN_INSPECTION_SECONDS, deadline - time.monotonic()))
+    return CheckRun(full_report(facts, inspection), facts, inspection)

@@ -2,8 +2,8 @@
 
 The checks live in ``checks_*.py`` by topic and register themselves, with their place in the report, through
 ``check_base.check``; this module imports them and evaluates them in report order. Pure: ``EnvFacts``
-(TensorFlow-free facts) and a ``ProbeRun`` (what the TensorFlow probe said, parsed once into a
-``ProbeResult``) in, findings out. Checks that need the probe are pending until it finished.
+(TensorFlow-free facts) and a ``InspectionRun`` (what the TensorFlow inspection said, parsed once into a
+``InspectionResult``) in, findings out. Checks that need the inspection are pending until it finished.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from tfgpu_tui.env import (
 from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_unusable
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Finding, Status, pending
-from tfgpu_tui.env.inspection_data import ProbeResult
-from tfgpu_tui.env.tf_inspection import ProbeRun
+from tfgpu_tui.env.inspection_data import InspectionResult
+from tfgpu_tui.env.tf_inspection import InspectionRun
 
 # The modules whose decorated functions are the checks (importing them registers them).
 CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu, checks_mig)
@@ -31,10 +31,10 @@ REPORT_ORDER: tuple[str, ...] = tuple(item.id for item in CHECKS)  # every check
 NO_GPU_EXPECTED = frozenset({"missing_lib", "no_device", "no_driver", "silent_cpu_fallback"})
 
 
-def log_findings(facts: EnvFacts, probe: ProbeResult | None) -> list[Finding]:
+def log_findings(facts: EnvFacts, inspection: InspectionResult | None) -> list[Finding]:
     """One finding per problem message in TensorFlow's log (ok-informational when expected without a GPU)."""
     findings = []
-    for diagnosis in probe.diagnoses if probe is not None else ():
+    for diagnosis in inspection.diagnoses if inspection is not None else ():
         expected = not facts.nvml.devices and diagnosis.signature.category in NO_GPU_EXPECTED
         status = Status.FAILURE if diagnosis.severity is Severity.CRITICAL else Status.WARNING
         findings.append(
@@ -51,17 +51,17 @@ def log_findings(facts: EnvFacts, probe: ProbeResult | None) -> list[Finding]:
     return findings
 
 
-def _run(item: Check, facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
-    skipped = tensorflow_unusable(facts, probe) if item.needs_tensorflow else None
-    return skipped or item.run(facts, probe)
+def _run(item: Check, facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
+    skipped = tensorflow_unusable(facts, inspection) if item.needs_tensorflow else None
+    return skipped or item.run(facts, inspection)
 
 
-def evaluate(facts: EnvFacts, probe: ProbeRun | None = None) -> list[Finding]:
-    """Every check's finding; TensorFlow checks are pending while `probe` is None."""
-    result = ProbeResult.from_run(probe) if probe is not None else None
+def evaluate(facts: EnvFacts, inspection: InspectionRun | None = None) -> list[Finding]:
+    """Every check's finding; TensorFlow checks are pending while `inspection` is None."""
+    result = InspectionResult.from_run(inspection) if inspection is not None else None
     findings = []
     for item in CHECKS:
-        if item.needs_probe and result is None:
+        if item.needs_inspection and result is None:
             findings.append(pending(item.id, item.title))
             continue
         verdict = _run(item, facts, result)

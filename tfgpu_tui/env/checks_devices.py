@@ -17,7 +17,7 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import PlacementStatus, ProbeResult
+from tfgpu_tui.env.inspection_data import InspectionResult, PlacementStatus
 
 # Which diagnosis best explains an empty GPU list, most specific first.
 FALLBACK_CAUSES = (
@@ -38,12 +38,12 @@ FALLBACK_CAUSES = (
 
 
 @check("gpus_visible", "GPUs visible to TensorFlow", order=90, needs_tensorflow=True)
-def check_gpus_visible(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_gpus_visible(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "With no GPU visible TensorFlow silently trains on the CPU, 10-100x slower."
-    assert probe is not None
-    physical = probe.data.physical_gpus or ()
+    assert inspection is not None
+    physical = inspection.data.physical_gpus or ()
     nvml_count = gpu_count(facts)
-    if not is_cuda_build(facts, probe):
+    if not is_cuda_build(facts, inspection):
         return Verdict(
             Status.SKIPPED, "A CPU-only build sees no GPU (see “GPU-enabled TensorFlow build”).", why
         )
@@ -54,18 +54,19 @@ def check_gpus_visible(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
                 Status.WARNING,
                 f"TensorFlow sees {len(physical)} of {nvml_count} GPUs: {names}.",
                 why,
-                _cause_fix(diagnoses(probe)) or "Look for 'Ignoring visible gpu device' in the probe log.",
+                _cause_fix(diagnoses(inspection))
+                or "Look for 'Ignoring visible gpu device' in the inspection log.",
             )
         return Verdict(Status.OK, f"TensorFlow sees {len(physical)} GPU(s): {names}.", why)
     if nvml_count == 0:
         return Verdict(Status.SKIPPED, "No NVIDIA GPU on this machine.", why)
-    cause = _fallback_cause(probe)
+    cause = _fallback_cause(inspection)
     detail = f"Silent CPU fallback: NVML sees {nvml_count} GPU(s) but TensorFlow sees none."
     if cause is not None:
         detail += f" Cause: {cause.meaning}"
         if cause.details.get("lib"):
-            detail += f" (missing: {', '.join(_missing_libs(probe))})"
-        return Verdict(Status.FAILURE, detail, why, _cause_fix([cause], facts, probe))
+            detail += f" (missing: {', '.join(_missing_libs(inspection))})"
+        return Verdict(Status.FAILURE, detail, why, _cause_fix([cause], facts, inspection))
     return Verdict(
         Status.FAILURE,
         detail + " TensorFlow's log gave no reason.",
@@ -75,17 +76,17 @@ def check_gpus_visible(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     )
 
 
-def _missing_libs(probe: ProbeResult) -> list[str]:
-    return sorted({d.details["lib"] for d in probe.log_matches if d.details.get("lib")})
+def _missing_libs(inspection: InspectionResult) -> list[str]:
+    return sorted({d.details["lib"] for d in inspection.log_matches if d.details.get("lib")})
 
 
-def _fallback_cause(probe: ProbeResult) -> Diagnosis | None:
-    found = {diagnosis.id: diagnosis for diagnosis in reversed(diagnoses(probe))}
+def _fallback_cause(inspection: InspectionResult) -> Diagnosis | None:
+    found = {diagnosis.id: diagnosis for diagnosis in reversed(diagnoses(inspection))}
     return next((found[cause] for cause in FALLBACK_CAUSES if cause in found), None)
 
 
 def _cause_fix(
-    causes: Sequence[Diagnosis], facts: EnvFacts | None = None, probe: ProbeResult | None = None
+    causes: Sequence[Diagnosis], facts: EnvFacts | None = None, inspection: InspectionResult | None = None
 ) -> str:
     """The fix of the first cause, made concrete (pip command) for missing libraries."""
     if not causes:
@@ -99,8 +100,12 @@ def _cause_fix(
             f"{cause.details['lib']} is installed by pip but TensorFlow did not find it (a known TF 2.16 "
             f'problem): cd "{where}" && ln -svf ../nvidia/*/lib/*.so* .'
         )
-    if facts is not None and probe is not None and cause.id in ("DSO_LOAD_FAIL", "CANNOT_DLOPEN_GPU_LIBS"):
-        return and_cuda_install(facts, tensorflow_version(facts, probe)) + "   # " + cause.fix
+    if (
+        facts is not None
+        and inspection is not None
+        and cause.id in ("DSO_LOAD_FAIL", "CANNOT_DLOPEN_GPU_LIBS")
+    ):
+        return and_cuda_install(facts, tensorflow_version(facts, inspection)) + "   # " + cause.fix
     if cause.id in ("CVD_HIDES_ALL", "CUINIT_NO_DEVICE") and "CUDA_VISIBLE_DEVICES" in (
         facts.env_vars if facts else {}
     ):
@@ -114,10 +119,10 @@ def _in_pip(facts: EnvFacts, soname: str) -> bool:
 
 
 @check("placement", "Placement test (matmul on GPU:0)", order=100, needs_tensorflow=True)
-def check_placement(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_placement(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "Proves that an op really runs on the GPU, not only that a device is listed."
-    assert probe is not None
-    placement = probe.data.placement
+    assert inspection is not None
+    placement = inspection.data.placement
     cpu = placement.cpu_seconds
     cpu_text = f"; the same on the CPU: {cpu * 1000:.1f} ms" if cpu is not None else ""
     status = placement.status
@@ -132,11 +137,11 @@ def check_placement(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
             "See “GPUs visible to TensorFlow”.",
         )
     if status is PlacementStatus.FAILED:
-        causes = diagnoses(probe)
+        causes = diagnoses(inspection)
         return Verdict(
             Status.FAILURE,
             f"The matmul on GPU:0 failed: {placement.error}",
             why,
-            _cause_fix(causes, facts, probe) or "See the TensorFlow log findings below.",
+            _cause_fix(causes, facts, inspection) or "See the TensorFlow log findings below.",
         )
     return Verdict(Status.SKIPPED, f"Skipped: {placement.error or 'no GPU'}{cpu_text}.", why)

@@ -12,17 +12,17 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import ProbeResult
+from tfgpu_tui.env.inspection_data import InspectionResult
 
 
 @check("compute_capability", "GPU architecture compiled into TensorFlow", order=110, needs_tensorflow=True)
-def check_compute_capability(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_compute_capability(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = (
         "TensorFlow ignores a GPU below its lowest compiled architecture, and must JIT-compile PTX (slow "
         "first start, sometimes failing) for one newer than all of them."
     )
-    gpus = gpu_capabilities(facts, probe)
-    compiled = list(probe.data.build.cuda_compute_capabilities) if probe is not None else []
+    gpus = gpu_capabilities(facts, inspection)
+    compiled = list(inspection.data.build.cuda_compute_capabilities) if inspection is not None else []
     if not gpus or not compiled:
         reason = "no GPU" if not gpus else "TensorFlow's build lists no CUDA architectures"
         return Verdict(Status.SKIPPED, f"Nothing to compare ({reason}).", why)
@@ -66,12 +66,12 @@ def _severity_rank(status: Status) -> int:
 
 
 @check("mixed_precision", "Mixed precision (Tensor Cores)", order=120)
-def check_mixed_precision(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_mixed_precision(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = (
         "mixed_float16 is fast only on compute capability >= 7.0 (Tensor Cores); mixed_bfloat16 needs "
         ">= 8.0. Keras 3 no longer warns about this."
     )
-    gpus = gpu_capabilities(facts, probe)
+    gpus = gpu_capabilities(facts, inspection)
     if not gpus:
         return Verdict(Status.SKIPPED, "No GPU compute capability known.", why)
     notes, slow = [], []
@@ -97,7 +97,7 @@ def check_mixed_precision(facts: EnvFacts, probe: ProbeResult | None) -> Verdict
 
 
 @check("nvcc", "nvcc (CUDA compiler)", order=130)
-def check_nvcc(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_nvcc(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = (
         "TensorFlow pip wheels bring their own CUDA runtime and never use nvcc; its version is not the CUDA "
         "TensorFlow uses."
@@ -107,14 +107,14 @@ def check_nvcc(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
         return Verdict(
             Status.OK, "Not on PATH (not needed by TensorFlow pip wheels).", why, informational=True
         )
-    cuda = tf_cuda(facts, probe)
-    versus = f"; TensorFlow uses CUDA {cuda}" if cuda and is_cuda_build(facts, probe) else ""
+    cuda = tf_cuda(facts, inspection)
+    versus = f"; TensorFlow uses CUDA {cuda}" if cuda and is_cuda_build(facts, inspection) else ""
     release = nvcc.release or f"version unknown ({nvcc.error})"
     return Verdict(Status.OK, f"nvcc {release} at {nvcc.path}{versus}.", why, informational=True)
 
 
 @check("persistence_mode", "Persistence mode", order=140)
-def check_persistence_mode(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_persistence_mode(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "With persistence mode off the driver unloads when idle: slower NVML queries and first CUDA start."
     devices = [device for device in facts.nvml.devices if device.persistence_mode is not None]
     if not devices:

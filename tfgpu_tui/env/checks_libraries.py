@@ -15,24 +15,28 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import ProbeResult
+from tfgpu_tui.env.inspection_data import InspectionResult
 
 # The pip package (without its -cuXX suffix) that provides each library.
 PIP_PACKAGES = {"libcudnn": "nvidia-cudnn", "libcublas": "nvidia-cublas", "libcudart": "nvidia-cuda-runtime"}
 
 
 @check("cuda_libraries", "CUDA libraries TensorFlow loads", order=80)
-def check_cuda_libraries(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_cuda_libraries(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = (
         "TensorFlow dlopens libcudart, libcublas and libcudnn of its build's major versions; a missing or "
         "wrong one means a silent CPU fallback, and LD_LIBRARY_PATH is searched before the pip libraries."
     )
-    cuda_build = is_cuda_build(facts, probe)
+    cuda_build = is_cuda_build(facts, inspection)
     if facts.interpreter.error or cuda_build is None:
         return Verdict(Status.SKIPPED, "TensorFlow not found in the target interpreter.", why)
     if not cuda_build:
         return Verdict(Status.SKIPPED, "A CPU-only build loads no CUDA libraries.", why)
-    version, cuda, cudnn = tensorflow_version(facts, probe), tf_cuda(facts, probe), tf_cudnn(facts, probe)
+    version, cuda, cudnn = (
+        tensorflow_version(facts, inspection),
+        tf_cuda(facts, inspection),
+        tf_cudnn(facts, inspection),
+    )
     cuda_mm, cudnn_mm = compat.major_minor(cuda), compat.major_minor(cudnn)
     if cuda_mm is None or cudnn_mm is None:
         return Verdict(Status.SKIPPED, f"TF {version}'s CUDA/cuDNN versions are unknown.", why)
@@ -52,7 +56,7 @@ def check_cuda_libraries(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
             from_path = best.origin == "LD_LIBRARY_PATH"
             fixes.append(_unshadow_fix(facts) if from_path else _library_fix(facts, version, stem))
     shadow = _shadowing(facts)
-    loaded = probe.data.loaded_libraries if probe is not None else ()
+    loaded = inspection.data.loaded_libraries if inspection is not None else ()
     detail = "; ".join(found_text) if found_text else "none found"
     if loaded:
         detail += ". Loaded by TensorFlow: " + ", ".join(loaded)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tfgpu_tui.env.check_base import Verdict, check
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import ProbeResult
+from tfgpu_tui.env.inspection_data import InspectionResult
 from tfgpu_tui.gpu.cuda_devices import mig_cuda_devices
 from tfgpu_tui.gpu.model import MigDevice
 
@@ -37,7 +37,7 @@ def _freest(migs: list[MigDevice]) -> MigDevice | None:
 
 
 @check("mig", "MIG slices", order=45)
-def check_mig(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_mig(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     readings = facts.nvml.readings
     in_mig = [str(d.index) for d in readings if d.mig_mode]
     if not in_mig:

@@ -10,13 +10,13 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import ProbeResult
+from tfgpu_tui.env.inspection_data import InspectionResult
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none"})
 
 
 @check("driver", "NVIDIA driver", order=10)
-def check_driver(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_driver(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     nvml = facts.nvml
     why = "TensorFlow reaches the GPU through the NVIDIA driver; without it everything runs on the CPU."
     if nvml.error is not None:
@@ -36,7 +36,7 @@ def check_driver(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
 
 
 @check("python_env", "Python environment", order=20)
-def check_python_env(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_python_env(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     interpreter = facts.interpreter
     why = "A virtual environment keeps TensorFlow's pinned CUDA packages away from the system's Python."
     if interpreter.error:
@@ -58,7 +58,7 @@ def check_python_env(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
 
 
 @check("cuda_visible_devices", "CUDA_VISIBLE_DEVICES", order=30)
-def check_cuda_visible_devices(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_cuda_visible_devices(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "CUDA_VISIBLE_DEVICES decides which GPUs CUDA (and so TensorFlow) may see at all."
     value = facts.env_vars.get("CUDA_VISIBLE_DEVICES")
     if value is None:
@@ -101,7 +101,7 @@ def _invalid_visible_device(value: str, facts: EnvFacts) -> str:
 
 
 @check("gpu_processes", "Other processes on the GPU", order=40)
-def check_gpu_processes(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_gpu_processes(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "Memory held by other processes is memory your training cannot use (CUDA_ERROR_OUT_OF_MEMORY)."
     if facts.nvml.error is not None or not facts.nvml.devices:
         return Verdict(Status.SKIPPED, "No GPU to look at.", why)

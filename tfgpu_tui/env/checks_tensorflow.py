@@ -1,4 +1,4 @@
-"""Checks of TensorFlow itself (from the probe): installed and importable, a CUDA build, driver new enough."""
+"""Checks of TensorFlow itself (from the inspection): installed, importable, CUDA build, driver new enough."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from tfgpu_tui.env.check_base import (
 )
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
-from tfgpu_tui.env.inspection_data import ProbeResult, TfImport
+from tfgpu_tui.env.inspection_data import InspectionResult, TfImport
 
 
-@check("tensorflow", "TensorFlow installed", order=50, needs_probe=True)
-def check_tensorflow(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+@check("tensorflow", "TensorFlow installed", order=50, needs_inspection=True)
+def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "Everything else depends on TensorFlow importing in the interpreter you train with."
-    assert probe is not None
-    if not probe.ok:
-        return _probe_failure(facts, probe)
-    tf = probe.data.tensorflow or TfImport()
+    assert inspection is not None
+    if not inspection.ok:
+        return _inspection_failure(facts, inspection)
+    tf = inspection.data.tensorflow or TfImport()
     if not tf.installed:
         return Verdict(
             Status.FAILURE,
@@ -43,15 +43,16 @@ def check_tensorflow(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
             + "   # in a fresh venv if it keeps failing",
         )
     version = tf.version
-    if probe.data.probe_errors:
+    if inspection.data.inspection_errors:
         return Verdict(
             Status.WARNING,
-            f"TensorFlow {version} imports, but inspecting it failed: " + "; ".join(probe.data.probe_errors),
+            f"TensorFlow {version} imports, but inspecting it failed: "
+            + "; ".join(inspection.data.inspection_errors),
             why,
             pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
             + "   # a broken or partial install",
         )
-    python = probe.data.python.version or facts.interpreter.version
+    python = inspection.data.python.version or facts.interpreter.version
     text = f"TensorFlow {version} (import took {tf.import_seconds or 0:.1f} s) on Python {python}."
     row = compat.build_row_for(version)
     python_mm = compat.major_minor(python)
@@ -67,30 +68,30 @@ def check_tensorflow(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     return Verdict(Status.OK, text, why)
 
 
-def _probe_failure(facts: EnvFacts, probe: ProbeResult) -> Verdict:
-    causes = diagnoses(probe)
+def _inspection_failure(facts: EnvFacts, inspection: InspectionResult) -> Verdict:
+    causes = diagnoses(inspection)
     why = "Without a working TensorFlow import no other TensorFlow check can run."
     cause = f" Likely cause: {causes[0].meaning}" if causes else ""
     fix = causes[0].fix if causes else ""
-    if probe.error_kind in ("interpreter_missing", "interpreter_unusable"):
+    if inspection.error_kind in ("interpreter_missing", "interpreter_unusable"):
         fix = "Pass the interpreter you train with: `tfgpu-tui check --python ~/venv/bin/python`."
-    elif probe.error_kind == "timeout":
+    elif inspection.error_kind == "timeout":
         fix = fix or (
             f'Time it yourself: `{target_python(facts)} -c "import tensorflow"`; a GPU stuck in a bad state '
             "(see `nvidia-smi`) can hang CUDA initialisation; raise the limit with `--timeout`."
         )
     elif not fix:
         fix = f'Run `{target_python(facts)} -c "import tensorflow"` to see the full error.'
-    return Verdict(Status.FAILURE, probe.message + cause, why, fix)
+    return Verdict(Status.FAILURE, inspection.message + cause, why, fix)
 
 
 @check("cpu_only_build", "GPU-enabled TensorFlow build", order=60, needs_tensorflow=True)
-def check_cpu_only_build(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_cpu_only_build(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "A CPU-only build never uses the GPU, whatever drivers and libraries are installed."
-    version = tensorflow_version(facts, probe)
+    version = tensorflow_version(facts, inspection)
     distributions = facts.interpreter.tensorflow_distributions
     names = ", ".join(f"{name} {ver}" for name, ver in distributions.items()) or "tensorflow"
-    if is_cuda_build(facts, probe):
+    if is_cuda_build(facts, inspection):
         if len(distributions) > 1:
             return Verdict(
                 Status.WARNING,
@@ -101,7 +102,7 @@ def check_cpu_only_build(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
                 + " && "
                 + and_cuda_install(facts, version),
             )
-        cuda = tf_cuda(facts, probe)
+        cuda = tf_cuda(facts, inspection)
         return Verdict(Status.OK, f"A CUDA build ({names}, CUDA {cuda or '?'}).", why)
     uninstall = " ".join(distributions) or "tensorflow-cpu"
     fix = pip_command(facts, f"uninstall -y {uninstall}") + " && " + and_cuda_install(facts, version)
@@ -119,15 +120,15 @@ def check_cpu_only_build(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
 
 
 @check("driver_cuda", "Driver new enough for TensorFlow's CUDA", order=70, needs_tensorflow=True)
-def check_driver_cuda(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
+def check_driver_cuda(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = (
         "A driver older than TF's CUDA runtime fails with 'CUDA driver version is insufficient for CUDA "
         "runtime version' and TensorFlow falls back to the CPU."
     )
-    skipped = _needs_cuda_and_driver(facts, probe)
+    skipped = _needs_cuda_and_driver(facts, inspection)
     if skipped:
         return skipped
-    cuda = tf_cuda(facts, probe)
+    cuda = tf_cuda(facts, inspection)
     requirement = compat.driver_requirement(cuda)
     driver_text = facts.nvml.driver.driver_version if facts.nvml.driver else None
     driver = compat.version_tuple(driver_text)
@@ -153,8 +154,8 @@ def check_driver_cuda(facts: EnvFacts, probe: ProbeResult | None) -> Verdict:
     return Verdict(Status.OK, f"Driver {driver_text} >= {recommended} (CUDA {cuda}).", why)
 
 
-def _needs_cuda_and_driver(facts: EnvFacts, probe: ProbeResult | None) -> Verdict | None:
-    if not is_cuda_build(facts, probe):
+def _needs_cuda_and_driver(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict | None:
+    if not is_cuda_build(facts, inspection):
         return Verdict(Status.SKIPPED, "Not a CUDA build of TensorFlow.")
     if facts.nvml.error is not None or facts.nvml.driver is None:
         return Verdict(Status.SKIPPED, "No NVIDIA driver to compare with.")

@@ -1,7 +1,7 @@
 """Known TensorFlow/CUDA log messages -> what they mean and how to fix them.
 
 The knowledge base is ``tfgpu_tui/data/log_signatures.csv`` (sources in ``log_signatures.md`` beside it).
-Shared by the Environment tab (probe stderr) and the Training tab (train.log lines). Pure: no I/O but
+Shared by the Environment tab (inspection stderr) and the Training tab (train.log lines). Pure: no I/O but
 reading the shipped CSV once.
 """
 

@@ -8,7 +8,7 @@ from typing import Any
 
 
 class Status(Enum):
-    """How a check came out. PENDING only exists while the TensorFlow probe is still running."""
+    """How a check came out. PENDING only exists while the TensorFlow inspection is still running."""
 
     OK = "ok"
     WARNING = "warning"
@@ -33,7 +33,7 @@ class Finding:
 
     Attributes:
         id: stable identifier, e.g. ``driver`` or ``gpus_visible`` (log findings: ``log:<SIGNATURE_ID>``).
-        status: ok / warning / failure / skipped (pending while the probe runs).
+        status: ok / warning / failure / skipped (pending while the inspection runs).
         title: what was checked, a few words.
         detail: what was found.
         why: why it matters.
@@ -68,8 +68,8 @@ class Finding:
 
 
 def pending(check_id: str, title: str) -> Finding:
-    """The placeholder shown for a TensorFlow check while the probe runs."""
-    return Finding(check_id, Status.PENDING, title, "Waiting for the TensorFlow probe...")
+    """The placeholder shown for a TensorFlow check while the inspection runs."""
+    return Finding(check_id, Status.PENDING, title, "Waiting for the TensorFlow inspection...")
 
 
 @dataclass

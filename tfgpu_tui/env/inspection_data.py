@@ -1,8 +1,8 @@
-"""The TensorFlow probe's JSON, parsed once into frozen dataclasses: the schema the checks read.
+"""The TensorFlow inspection's JSON, parsed once into frozen dataclasses: the schema the checks read.
 
-``tf_probe.py`` prints one JSON object from inside the target interpreter; that interpreter is outside our
+``tf_inspect_script.py`` prints one JSON object from inside the target interpreter, which is outside our
 control, so every field is checked for its type here and a wrong or missing one reads as "not known" (None,
-empty) rather than raising. Checks get a ``ProbeResult``: how the run ended, the parsed data, and the
+empty) rather than raising. Checks get a ``InspectionResult``: how the run ended, the parsed data, and the
 diagnoses of TensorFlow's log, each computed once.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
 
 if TYPE_CHECKING:
-    from tfgpu_tui.env.tf_inspection import ProbeRun
+    from tfgpu_tui.env.tf_inspection import InspectionRun
 
 
 def _str(value: Any) -> str | None:
@@ -54,7 +54,7 @@ def _capability(value: Any) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class TfPython:
-    """The interpreter the probe ran in."""
+    """The interpreter the inspection ran in."""
 
     version: str | None = None
     executable: str | None = None
@@ -113,7 +113,7 @@ class TfGpu:
 
 
 class PlacementStatus(str, Enum):
-    """How the matmul on GPU:0 went (anything the probe did not say reads as skipped)."""
+    """How the matmul on GPU:0 went (anything the inspection did not say reads as skipped)."""
 
     OK = "ok"
     FAILED = "failed"
@@ -132,16 +132,16 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class ProbeData:
-    """Everything the probe printed.
+class InspectionData:
+    """Everything the inspection printed.
 
     Attributes:
-        tensorflow: None when the probe did not get as far as importing TensorFlow.
+        tensorflow: None when the inspection did not get as far as importing TensorFlow.
         physical_gpus: None when the GPUs were never listed (TensorFlow unusable or a stage failed).
-        probe_errors: "stage: error" for a probe stage that raised (later stages were skipped).
+        inspection_errors: "stage: error" for a inspection stage that raised (later stages were skipped).
     """
 
-    probe_version: int | None = None
+    inspection_version: int | None = None
     python: TfPython = TfPython()
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     tensorflow: TfImport | None = None
@@ -152,7 +152,7 @@ class ProbeData:
     gpu_init_error: str | None = None
     placement: Placement = Placement()
     loaded_libraries: tuple[str, ...] = ()
-    probe_errors: tuple[str, ...] = ()
+    inspection_errors: tuple[str, ...] = ()
 
     @property
     def cuda_build(self) -> bool | None:
@@ -219,14 +219,14 @@ def _placement(raw: dict[str, Any]) -> Placement:
     )
 
 
-def parse_probe_data(raw: Mapping[str, Any] | None) -> ProbeData:
-    """The probe's JSON object as a ProbeData; None (no output) gives the empty one."""
+def parse_inspection_data(raw: Mapping[str, Any] | None) -> InspectionData:
+    """The inspection's JSON object as a InspectionData; None (no output) gives the empty one."""
     if not raw:
-        return ProbeData()
-    version = raw.get("probe_version")
+        return InspectionData()
+    version = raw.get("inspection_version")
     env = {str(key): str(value) for key, value in _dict(raw.get("env")).items()}
-    return ProbeData(
-        probe_version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+    return InspectionData(
+        inspection_version=version if isinstance(version, int) and not isinstance(version, bool) else None,
         python=_python(_dict(raw.get("python"))),
         env=MappingProxyType(env),
         tensorflow=_tensorflow(raw.get("tensorflow")),
@@ -237,24 +237,24 @@ def parse_probe_data(raw: Mapping[str, Any] | None) -> ProbeData:
         gpu_init_error=_str(raw.get("gpu_init_error")),
         placement=_placement(_dict(raw.get("placement"))),
         loaded_libraries=_strings(raw.get("loaded_libraries")),
-        probe_errors=_strings(raw.get("probe_errors")),
+        inspection_errors=_strings(raw.get("inspection_errors")),
     )
 
 
 @dataclass(frozen=True)
-class ProbeResult:
-    """What the checks read about one probe run (and its VLOG re-run, when there was one).
+class InspectionResult:
+    """What the checks read about one inspection run (and its VLOG re-run, when there was one).
 
     Attributes:
-        error_kind: None when the probe printed its JSON; else why not (see ``tf_inspection.ProbeOutcome``).
+        error_kind: None when the inspection printed its JSON; else why not (``InspectionOutcome``).
         message: what went wrong, in one sentence (empty on success).
-        data: the parsed JSON (empty when the probe printed none).
+        data: the parsed JSON (empty when the inspection printed none).
         log_matches: every known problem message in TensorFlow's stderr (both runs), in order.
     """
 
     error_kind: str | None
     message: str
-    data: ProbeData
+    data: InspectionData
     log_matches: tuple[Diagnosis, ...] = ()
 
     @property
@@ -270,8 +270,8 @@ class ProbeResult:
         return tuple(first.values())
 
     @classmethod
-    def from_run(cls, run: ProbeRun) -> ProbeResult:
+    def from_run(cls, run: InspectionRun) -> InspectionResult:
         """Parse a run's JSON and diagnose its log, once."""
         outcome = run.outcome
         matches = tuple(diagnose_lines(run.stderr_lines))
-        return cls(outcome.error_kind, outcome.message, parse_probe_data(outcome.data), matches)
+        return cls(outcome.error_kind, outcome.message, parse_inspection_data(outcome.data), matches)

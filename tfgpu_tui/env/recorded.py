@@ -1,10 +1,10 @@
-"""Recorded environments: facts and probe output saved as JSON, replayed without a GPU or TensorFlow.
+"""Recorded environments: facts and inspection output saved as JSON, replayed without a GPU or TensorFlow.
 
 Used by the tests (``tests/fixtures/env/*.json``) and, put on the simulated machine by env/simulated.py, the
 `--demo` Environment tab. A recording holds
 ``nvml``, ``interpreter``, ``system_libraries``, ``ld_library_path``, ``ld_library_dirs``, ``env_vars``,
-``nvcc`` (the shape of ``EnvFacts.as_dict()``) plus ``probe`` (the probe's JSON object, or null when it
-failed), ``probe_error`` ({kind, message}), ``stderr`` and ``retry_stderr`` (null when there was no re-run).
+``nvcc`` (the shape of ``EnvFacts.as_dict()``) plus ``inspection`` (its JSON object, or null when it
+failed), ``inspection_error`` ({kind, message}), ``stderr`` and ``retry_stderr`` (null: no re-run).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts
 from tfgpu_tui.env.nvml_facts import NvmlFacts
-from tfgpu_tui.env.tf_inspection import ProbeOutcome, ProbeRun
+from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
 from tfgpu_tui.gpu.source import GpuProcess
 
@@ -65,23 +65,25 @@ def facts_from_dict(data: dict[str, Any]) -> EnvFacts:
     )
 
 
-def probe_from_dict(data: dict[str, Any]) -> ProbeRun:
-    """The ProbeRun a recording describes (with its VLOG re-run when it has one)."""
-    error = data.get("probe_error") or {}
-    outcome = ProbeOutcome(
-        error.get("kind"), error.get("message", ""), data.get("probe"), data.get("stderr", ""), 5.0, 0
+def inspection_from_dict(data: dict[str, Any]) -> InspectionRun:
+    """The InspectionRun a recording describes (with its VLOG re-run when it has one)."""
+    error = data.get("inspection_error") or {}
+    outcome = InspectionOutcome(
+        error.get("kind"), error.get("message", ""), data.get("inspection"), data.get("stderr", ""), 5.0, 0
     )
     retry_stderr = data.get("retry_stderr")
     if retry_stderr is None:
-        return ProbeRun(outcome)
-    retry = ProbeOutcome(None, "", data.get("probe"), retry_stderr, 5.0, 0, {"TF_CPP_MAX_VLOG_LEVEL": "1"})
-    return ProbeRun(outcome, retry)
+        return InspectionRun(outcome)
+    retry = InspectionOutcome(
+        None, "", data.get("inspection"), retry_stderr, 5.0, 0, {"TF_CPP_MAX_VLOG_LEVEL": "1"}
+    )
+    return InspectionRun(outcome, retry)
 
 
-def load_recording(path: Path) -> tuple[EnvFacts, ProbeRun]:
-    """Facts and probe run from a recording file."""
+def load_recording(path: Path) -> tuple[EnvFacts, InspectionRun]:
+    """Facts and inspection run from a recording file."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    return facts_from_dict(data), probe_from_dict(data)
+    return facts_from_dict(data), inspection_from_dict(data)
 
 
 def demo_recording_dict() -> dict[str, Any]:
@@ -91,21 +93,21 @@ def demo_recording_dict() -> dict[str, Any]:
     return json.loads(text)
 
 
-def demo_recording() -> tuple[EnvFacts, ProbeRun]:
+def demo_recording() -> tuple[EnvFacts, InspectionRun]:
     """The shipped demo recording as it was recorded (tests use it as a fixture)."""
     data = demo_recording_dict()
-    return facts_from_dict(data), probe_from_dict(data)
+    return facts_from_dict(data), inspection_from_dict(data)
 
 
-def recording_dict(facts: EnvFacts, probe: ProbeRun) -> dict[str, Any]:
+def recording_dict(facts: EnvFacts, inspection: InspectionRun) -> dict[str, Any]:
     """A recording of a real run (the inverse of load_recording)."""
-    outcome = probe.outcome
+    outcome = inspection.outcome
     data = asdict(facts)
     data.pop("collect_seconds", None)
-    data["probe"] = outcome.data
-    data["probe_error"] = (
+    data["inspection"] = outcome.data
+    data["inspection_error"] = (
         {"kind": outcome.error_kind, "message": outcome.message} if outcome.error_kind else None
     )
     data["stderr"] = outcome.stderr
-    data["retry_stderr"] = probe.retry.stderr if probe.retry is not None else None
+    data["retry_stderr"] = inspection.retry.stderr if inspection.retry is not None else None
     return data

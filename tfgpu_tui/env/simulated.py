@@ -14,15 +14,15 @@ from dataclasses import asdict
 from typing import Any
 
 from tfgpu_tui.env.facts import EnvFacts
-from tfgpu_tui.env.recorded import demo_recording_dict, facts_from_dict, probe_from_dict
-from tfgpu_tui.env.tf_inspection import ProbeRun
+from tfgpu_tui.env.recorded import demo_recording_dict, facts_from_dict, inspection_from_dict
+from tfgpu_tui.env.tf_inspection import InspectionRun
 from tfgpu_tui.gpu.simulated import DEMO_MACHINE, SimulatedMachine, SimulatedSource
 
 
 def simulated_environment(
     gpus: int = 2, machine: SimulatedMachine = DEMO_MACHINE, source: SimulatedSource | None = None
-) -> tuple[EnvFacts, ProbeRun]:
-    """Facts and TensorFlow probe of the simulated machine with `gpus` GPUs (`source`: the simulation to
+) -> tuple[EnvFacts, InspectionRun]:
+    """Facts and TensorFlow inspection of the simulated machine with `gpus` GPUs (`source`: the simulation to
     read its processes from, e.g. the Monitor's, so that a process ended there is gone here too)."""
     source = source or SimulatedSource(gpus=gpus, machine=machine)
     data = _on_machine(demo_recording_dict(), machine)
@@ -41,8 +41,8 @@ def simulated_environment(
             {"gpu_index": p.gpu_index, "pid": p.pid, "memory_mib": p.memory_mib} for p in reading.processes
         ],
     }
-    probe = data["probe"]
-    probe["physical_gpus"] = [
+    inspection = data["inspection"]
+    inspection["physical_gpus"] = [
         {
             "name": f"/physical_device:GPU:{index}",
             "device_type": "GPU",
@@ -51,8 +51,8 @@ def simulated_environment(
         }
         for index in range(count)
     ]
-    probe["logical_gpus"] = [f"/device:GPU:{index}" for index in range(count)]
-    return facts_from_dict(data), probe_from_dict(data)
+    inspection["logical_gpus"] = [f"/device:GPU:{index}" for index in range(count)]
+    return facts_from_dict(data), inspection_from_dict(data)
 
 
 def _on_machine(data: dict[str, Any], machine: SimulatedMachine) -> dict[str, Any]:
@@ -71,5 +71,5 @@ def _on_machine(data: dict[str, Any], machine: SimulatedMachine) -> dict[str, An
     for old, new in replacements.items():
         text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
     data = json.loads(text)
-    data["interpreter"]["version"] = data["probe"]["python"]["version"] = machine.python_version
+    data["interpreter"]["version"] = data["inspection"]["python"]["version"] = machine.python_version
     return data

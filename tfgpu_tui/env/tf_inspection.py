@@ -1,7 +1,7 @@
-"""Run `tf_probe.py` with the target interpreter in a child process: timeout, crash and bad-output handling.
+"""Run `tf_inspect_script.py` with the target interpreter in a child process: timeouts, crashes, bad output.
 
-The one place that starts the TensorFlow probe. Never raises for a bad interpreter, a crash or a hang: the
-outcome says what happened in words a user can act on.
+The one place that starts the TensorFlow inspection. Never raises for a bad interpreter, a crash or a
+hang: the outcome says what happened in words a user can act on.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 from tfgpu_tui.text_clean import clean_text
 
-PROBE_SCRIPT = Path(__file__).with_name("tf_probe.py")
+INSPECT_SCRIPT = Path(__file__).with_name("tf_inspect_script.py")
 STDERR_LIMIT_CHARS = 200_000
 # TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose.
 # TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.own_children).
-PROBE_ENV = {
+INSPECT_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
     "PYTHONUNBUFFERED": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -32,14 +32,14 @@ PROBE_ENV = {
 
 
 @dataclass
-class ProbeOutcome:
-    """What one probe run produced.
+class InspectionOutcome:
+    """What one inspection run produced.
 
     Attributes:
         error_kind: None on success; else ``interpreter_missing`` | ``interpreter_unusable`` | ``timeout`` |
             ``crashed`` | ``bad_output``.
         message: what went wrong, in one sentence (empty on success).
-        data: the probe's JSON object (None unless it printed one).
+        data: the inspection's JSON object (None unless it printed one).
         stderr: all TensorFlow wrote to stderr (its C++ log included); the middle is left out when huge.
         seconds: wall time of the child process.
         returncode: the child's exit status (None when it never ran or was killed for the timeout).
@@ -81,56 +81,62 @@ def _last_json_object(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_probe(python: str, timeout: float, extra_env: dict[str, str] | None = None) -> ProbeOutcome:
-    """Run the probe with interpreter `python`; never raises.
+def run_inspection(python: str, timeout: float, extra_env: dict[str, str] | None = None) -> InspectionOutcome:
+    """Run the inspection with interpreter `python`; never raises.
 
     Args:
         python: the target interpreter's path (or a name on PATH).
         timeout: seconds before the child is killed.
-        extra_env: variables added to the child's environment (on top of PROBE_ENV).
+        extra_env: variables added to the child's environment (on top of INSPECT_ENV).
     """
-    env = {**os.environ, **PROBE_ENV, **(extra_env or {})}
+    env = {**os.environ, **INSPECT_ENV, **(extra_env or {})}
     started = time.perf_counter()
     try:
-        completed = run_child([python, str(PROBE_SCRIPT)], timeout, env)
+        completed = run_child([python, str(INSPECT_SCRIPT)], timeout, env)
     except FileNotFoundError:
-        return ProbeOutcome(
+        return InspectionOutcome(
             "interpreter_missing", f"No Python interpreter at {python}.", None, "", 0.0, None, extra_env or {}
         )
     except PermissionError:
-        return ProbeOutcome(
+        return InspectionOutcome(
             "interpreter_unusable", f"{python} is not executable.", None, "", 0.0, None, extra_env or {}
         )
     except OSError as error:
         message = f"{python} could not be started: {error.strerror or error}."
-        return ProbeOutcome("interpreter_unusable", message, None, "", 0.0, None, extra_env or {})
+        return InspectionOutcome("interpreter_unusable", message, None, "", 0.0, None, extra_env or {})
     except subprocess.TimeoutExpired as expired:
         seconds = time.perf_counter() - started
-        message = f"The TensorFlow probe did not finish within {timeout:g} s and was stopped."
-        return ProbeOutcome("timeout", message, None, _text(expired.stderr), seconds, None, extra_env or {})
+        message = f"The TensorFlow inspection did not finish within {timeout:g} s and was stopped."
+        return InspectionOutcome(
+            "timeout", message, None, _text(expired.stderr), seconds, None, extra_env or {}
+        )
     seconds = time.perf_counter() - started
     stderr = _text(completed.stderr)
     data = _last_json_object(_text(completed.stdout))
-    if data is not None and "probe_version" in data:
-        return ProbeOutcome(None, "", data, stderr, seconds, completed.returncode, extra_env or {})
+    if data is not None and "inspection_version" in data:
+        return InspectionOutcome(None, "", data, stderr, seconds, completed.returncode, extra_env or {})
     if completed.returncode != 0:
         last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
-        message = f"The TensorFlow probe {describe_exit(completed.returncode)}: {last}"
-        return ProbeOutcome("crashed", message, None, stderr, seconds, completed.returncode, extra_env or {})
-    message = "The TensorFlow probe printed no result (is this a Python interpreter?)."
-    return ProbeOutcome("bad_output", message, None, stderr, seconds, completed.returncode, extra_env or {})
+        message = f"The TensorFlow inspection {describe_exit(completed.returncode)}: {last}"
+        return InspectionOutcome(
+            "crashed", message, None, stderr, seconds, completed.returncode, extra_env or {}
+        )
+    message = "The TensorFlow inspection printed no result (is this a Python interpreter?)."
+    return InspectionOutcome(
+        "bad_output", message, None, stderr, seconds, completed.returncode, extra_env or {}
+    )
 
 
 @dataclass
-class ProbeRun:
-    """The probe's outcome, plus the VLOG re-run made to learn which GPU library failed to load."""
+class InspectionRun:
+    """The inspection's outcome, plus the VLOG re-run made to learn which GPU library failed to load."""
 
-    outcome: ProbeOutcome
-    retry: ProbeOutcome | None = None
+    outcome: InspectionOutcome
+    retry: InspectionOutcome | None = None
 
     @property
     def data(self) -> dict[str, Any]:
-        """The probe's JSON object ({} when it printed none)."""
+        """The inspection's JSON object ({} when it printed none)."""
         return self.outcome.data or {}
 
     @property
@@ -140,7 +146,7 @@ class ProbeRun:
         return lines + (self.retry.stderr.splitlines() if self.retry is not None else [])
 
 
-def needs_vlog_retry(outcome: ProbeOutcome) -> bool:
+def needs_vlog_retry(outcome: InspectionOutcome) -> bool:
     """True for a CUDA build that found no GPU: only a VLOG re-run names the library that failed to load."""
     data = outcome.data or {}
     build = data.get("build_info") or {}
@@ -148,9 +154,9 @@ def needs_vlog_retry(outcome: ProbeOutcome) -> bool:
     return outcome.ok and bool(cuda_build) and not data.get("physical_gpus")
 
 
-def run_probe_with_retry(python: str, timeout: float) -> ProbeRun:
-    """Run the probe; on a CUDA build with no GPU, run it once more with TF_CPP_MAX_VLOG_LEVEL=1."""
-    outcome = run_probe(python, timeout)
+def run_inspection_with_retry(python: str, timeout: float) -> InspectionRun:
+    """Run the inspection; on a CUDA build with no GPU, run it once more with TF_CPP_MAX_VLOG_LEVEL=1."""
+    outcome = run_inspection(python, timeout)
     if not needs_vlog_retry(outcome):
-        return ProbeRun(outcome)
-    return ProbeRun(outcome, run_probe(python, timeout, {"TF_CPP_MAX_VLOG_LEVEL": "1"}))
+        return InspectionRun(outcome)
+    return InspectionRun(outcome, run_inspection(python, timeout, {"TF_CPP_MAX_VLOG_LEVEL": "1"}))

@@ -1,7 +1,7 @@
 """The Environment tab: does TensorFlow really use the GPU, and if not, why.
 
-A worker thread collects the TensorFlow-free facts (shown at once) and then runs the TensorFlow probe in a
-child process with the target interpreter (a spinner meanwhile); results arrive here as messages.
+A worker thread collects the TensorFlow-free facts (shown at once) and then runs the TensorFlow inspection in
+a child process with the target interpreter (a spinner meanwhile); results arrive here as messages.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
-from tfgpu_tui.env.tf_inspection import run_probe_with_retry
+from tfgpu_tui.env.tf_inspection import run_inspection_with_retry
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
@@ -116,7 +116,7 @@ class EnvironmentTab(DashboardTab):
     ]
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
-    probe = staticmethod(run_probe_with_retry)
+    inspect = staticmethod(run_inspection_with_retry)
     resolve = staticmethod(resolve_target)  # which interpreter, when --python was not given (env/targets.py)
     find_interpreters = staticmethod(picker_candidates)  # what p lists
 
@@ -154,7 +154,7 @@ class EnvironmentTab(DashboardTab):
         stop_all()  # quitting must not wait for a TensorFlow import
 
     def action_rerun(self) -> None:
-        """Run every check again, stopping a probe still running from before."""
+        """Run every check again, stopping an inspection still running from before."""
         stop_all()
         self.generation += 1
         self.started_at = time.monotonic()
@@ -166,13 +166,13 @@ class EnvironmentTab(DashboardTab):
 
     @work(thread=True, group="env-check", exit_on_error=False)
     def _run_check(self, generation: int, simulated: SimulatedSource | None = None) -> None:
-        """Collect the facts, then run the TensorFlow probe; with `simulated` (--demo), the simulated
+        """Collect the facts, then run the TensorFlow inspection; with `simulated` (--demo), the simulated
         machine's environment instead."""
         try:
             if simulated is not None:
                 from tfgpu_tui.env.simulated import simulated_environment
 
-                facts, probe = simulated_environment(self.settings.demo_gpus, source=simulated)
+                facts, inspection = simulated_environment(self.settings.demo_gpus, source=simulated)
             else:
                 python = self._resolve_target().python
                 facts = self.collect(python)
@@ -180,8 +180,8 @@ class EnvironmentTab(DashboardTab):
             if generation != self.generation:
                 return  # re-run or closed meanwhile
             if simulated is None:
-                probe = self.probe(python, self.settings.env_check_timeout_seconds)
-            self.post_message(EnvReportReady(full_report(facts, probe), generation))
+                inspection = self.inspect(python, self.settings.env_check_timeout_seconds)
+            self.post_message(EnvReportReady(full_report(facts, inspection), generation))
         except Exception as error:  # noqa: BLE001 - a bug must show, not freeze the spinner
             failed = Finding(
                 "check_error", Status.FAILURE, "Environment check", f"The check itself failed: {error!r}"

@@ -1,11 +1,11 @@
 """Inspect TensorFlow from inside the target interpreter and print one JSON object on stdout.
 
-Run as a standalone script by the interpreter under test (``python tf_probe.py``), never imported by the
-dashboard. It depends on nothing but the standard library and TensorFlow, and keeps to syntax that Python 3.6
+Run as a standalone script by the interpreter under test (``python tf_inspect_script.py``), never imported by
+the dashboard. It needs only the standard library and TensorFlow, and keeps to syntax that Python 3.6
 understands, because the target environment may be old. Everything TensorFlow writes (its C++ log on fd 2 and
 any Python prints) goes to stderr, which the caller captures; stdout carries only the JSON object.
 
-Its schema is ``tfgpu_tui/env/inspection_data.py`` (``ProbeData``), which parses the object once on the
+Its schema is ``tfgpu_tui/env/inspection_data.py`` (``InspectionData``), which parses the object once on the
 dashboard's side; a key added here is read there, never by string key in the checks.
 """
 
@@ -16,7 +16,7 @@ import platform
 import sys
 import time
 
-PROBE_VERSION = 1
+INSPECTION_VERSION = 1
 MATMUL_SIZE = 1024
 WATCHED_ENV = (
     "CUDA_VISIBLE_DEVICES",
@@ -75,7 +75,7 @@ def import_tensorflow(report):
 
 
 def device_facts(tf, report):
-    """Build info, physical and logical GPUs. Memory growth is set first so the probe holds little VRAM."""
+    """Build info, physical and logical GPUs. Memory growth is set first: the inspection holds little VRAM."""
     try:
         report["build_info"] = jsonable(dict(tf.sysconfig.get_build_info()))
     except Exception as error:
@@ -154,7 +154,7 @@ def main():
     json_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything TensorFlow prints lands on stderr, keeping stdout for the JSON
     report = {
-        "probe_version": PROBE_VERSION,
+        "inspection_version": INSPECTION_VERSION,
         "python": python_facts(),
         "env": {name: os.environ[name] for name in WATCHED_ENV if name in os.environ},
     }
@@ -164,7 +164,7 @@ def main():
             try:
                 stage(tf, report)
             except Exception as error:  # an odd TF build must still give a report, not a traceback
-                report.setdefault("probe_errors", []).append(
+                report.setdefault("inspection_errors", []).append(
                     f"{stage.__name__}: {type(error).__name__}: {error}"
                 )
                 break
