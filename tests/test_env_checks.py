@@ -14,7 +14,7 @@ from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.recorded import demo_recording, facts_from_dict, load_recording, recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
-from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun, needs_vlog_retry
+from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 PY = "/home/ana/venvs/tf/bin/python"
@@ -106,13 +106,6 @@ def test_cannot_dlopen_fallback_names_library_and_symlink_fix() -> None:
     assert "missing: libcublas.so.12, libcudnn.so.8" in fallback.detail
     assert "ln -svf ../nvidia/*/lib/*.so* ." in fallback.fix  # the libraries are there, TF 2.16 misses them
     assert found["log:CANNOT_DLOPEN_GPU_LIBS"].status is Status.WARNING
-
-
-def test_vlog_retry_only_for_cuda_build_without_gpus() -> None:
-    for name, expected in [("cannot_dlopen", True), ("all_good", False), ("cpu_build_on_gpu", False)]:
-        _, inspection = load_recording(FIXTURES / f"{name}.json")
-        assert needs_vlog_retry(inspection.outcome) is expected, name
-    assert not needs_vlog_retry(InspectionOutcome("timeout", "slow", None, "", 1.0))
 
 
 def _with(facts: EnvFacts, **changes: object) -> EnvFacts:

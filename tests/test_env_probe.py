@@ -15,7 +15,7 @@ from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
-from tfgpu_tui.env.tf_inspection import InspectionRun, run_inspection, run_inspection_with_retry
+from tfgpu_tui.env.tf_inspection import InspectionRun, inspect_tensorflow, run_inspection
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 
@@ -65,7 +65,7 @@ def test_not_a_python(tmp_path: Path) -> None:
 def test_tensorflow_not_installed(tmp_path: Path) -> None:
     # The same interpreter without site-packages: a real Python without TensorFlow.
     bare = script(tmp_path, "python", f'#!/bin/sh\nexec "{sys.executable}" -S -I "$@"\n')
-    run = run_inspection_with_retry(bare, 30)
+    run = inspect_tensorflow(bare, 30)
     assert run.outcome.ok and run.retry is None
     assert run.data["tensorflow"]["installed"] is False
     finding = tf_finding(run)
@@ -136,3 +136,18 @@ def test_stop_all_ends_a_running_probe(tmp_path: Path) -> None:
     thread.join(25)  # the child sleeps 30 s: the inspection still running after this was not stopped
     assert not thread.is_alive()  # no elapsed-time bound: the SIGKILL below says stop_all ended it
     assert outcomes[0].error_kind == "crashed" and "was killed by SIGKILL" in outcomes[0].message
+
+
+def test_one_run_collects_the_loader_messages(tmp_path: Path) -> None:
+    """A CUDA build without a GPU is inspected once, with dso_loader's VLOG(1) lines on in that run."""
+    calls = tmp_path / "calls"
+    report = '{"inspection_version": 1, "tensorflow": {"installed": true, "version": "2.18.0"}, '
+    report += '"build_info": {"is_cuda_build": true}, "physical_gpus": []}'
+    fake = script(
+        tmp_path,
+        "python",
+        f"#!/bin/sh\necho \"$TF_CPP_VMODULE $TF_CPP_MIN_LOG_LEVEL\" >> {calls}\necho '{report}'\n",
+    )
+    run = inspect_tensorflow(fake, 30)
+    assert run.outcome.ok and run.retry is None
+    assert calls.read_text().splitlines() == ["dso_loader=1 0"]

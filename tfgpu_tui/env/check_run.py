@@ -13,7 +13,7 @@ from typing import Any
 from tfgpu_tui.env import checks
 from tfgpu_tui.env.facts import CHILD_TIMEOUT_SECONDS, EnvFacts, collect_facts
 from tfgpu_tui.env.findings import EnvReport
-from tfgpu_tui.env.tf_inspection import InspectionRun, run_inspection_with_retry
+from tfgpu_tui.env.tf_inspection import InspectionRun, inspect_tensorflow
 
 MIN_INSPECTION_SECONDS = 0.5
 
@@ -52,7 +52,6 @@ def summary_facts(facts: EnvFacts, inspection: InspectionRun | None) -> dict[str
             "seconds": round(inspection.outcome.seconds, 3),
             "error_kind": inspection.outcome.error_kind,
             "message": inspection.outcome.message,
-            "vlog_rerun": inspection.retry is not None,
         }
     summary["environment"] = facts.as_dict()
     return summary
@@ -84,5 +83,5 @@ def run_check(python: str, timeout: float, on_fast: Callable[[EnvReport], None] 
     facts = collect_facts(python, timeout=min(timeout, CHILD_TIMEOUT_SECONDS))
     if on_fast is not None:
         on_fast(fast_report(facts))
-    inspection = run_inspection_with_retry(python, max(MIN_INSPECTION_SECONDS, deadline - time.monotonic()))
+    inspection = inspect_tensorflow(python, max(MIN_INSPECTION_SECONDS, deadline - time.monotonic()))
     return CheckRun(full_report(facts, inspection), facts, inspection)

@@ -21,10 +21,13 @@ from tfgpu_tui.text_clean import clean_text
 
 INSPECT_SCRIPT = Path(__file__).with_name("tf_inspect_script.py")
 STDERR_LIMIT_CHARS = 200_000
-# TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose.
+# TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose. TF_CPP_VMODULE turns on
+# the loader's VLOG(1) lines (since TF 2.12 the only lines that name a library that failed to load) in the
+# same run, for dso_loader.cc alone, so no second import is needed.
 # TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.own_children).
 INSPECT_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "dso_loader=1",
     "PYTHONUNBUFFERED": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     CHILD_ENV_VAR: CHILD_ENV_VALUE,
@@ -129,7 +132,8 @@ def run_inspection(python: str, timeout: float, extra_env: dict[str, str] | None
 
 @dataclass
 class InspectionRun:
-    """The inspection's outcome, plus the VLOG re-run made to learn which GPU library failed to load."""
+    """The inspection's outcome. `retry` is only set by recordings made before the loader's messages were
+    collected in the same run (a second run with TF_CPP_MAX_VLOG_LEVEL=1)."""
 
     outcome: InspectionOutcome
     retry: InspectionOutcome | None = None
@@ -141,22 +145,11 @@ class InspectionRun:
 
     @property
     def stderr_lines(self) -> list[str]:
-        """TensorFlow's log lines from both runs."""
+        """TensorFlow's log lines (of both runs in an old recording)."""
         lines = self.outcome.stderr.splitlines()
         return lines + (self.retry.stderr.splitlines() if self.retry is not None else [])
 
 
-def needs_vlog_retry(outcome: InspectionOutcome) -> bool:
-    """True for a CUDA build that found no GPU: only a VLOG re-run names the library that failed to load."""
-    data = outcome.data or {}
-    build = data.get("build_info") or {}
-    cuda_build = build.get("is_cuda_build", data.get("built_with_cuda"))
-    return outcome.ok and bool(cuda_build) and not data.get("physical_gpus")
-
-
-def run_inspection_with_retry(python: str, timeout: float) -> InspectionRun:
-    """Run the inspection; on a CUDA build with no GPU, run it once more with TF_CPP_MAX_VLOG_LEVEL=1."""
-    outcome = run_inspection(python, timeout)
-    if not needs_vlog_retry(outcome):
-        return InspectionRun(outcome)
-    return InspectionRun(outcome, run_inspection(python, timeout, {"TF_CPP_MAX_VLOG_LEVEL": "1"}))
+def inspect_tensorflow(python: str, timeout: float) -> InspectionRun:
+    """One inspection run (one TensorFlow import), the loader's messages included."""
+    return InspectionRun(run_inspection(python, timeout))

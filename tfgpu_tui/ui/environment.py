@@ -28,7 +28,7 @@ from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
-from tfgpu_tui.env.tf_inspection import run_inspection_with_retry
+from tfgpu_tui.env.tf_inspection import inspect_tensorflow
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
@@ -116,7 +116,7 @@ class EnvironmentTab(DashboardTab):
     ]
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
-    inspect = staticmethod(run_inspection_with_retry)
+    inspect = staticmethod(inspect_tensorflow)
     resolve = staticmethod(resolve_target)  # which interpreter, when --python was not given (env/targets.py)
     find_interpreters = staticmethod(picker_candidates)  # what p lists
 
