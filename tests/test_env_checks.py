@@ -217,7 +217,7 @@ def test_exit_codes() -> None:
     assert EnvReport([ok, Finding("b", Status.WARNING, "B", "")]).exit_code() == 1
     assert (
         EnvReport([Finding("c", Status.FAILURE, "C", ""), Finding("b", Status.WARNING, "B", "")]).exit_code()
-        == 2
+        == 3
     )
 
 

@@ -13,13 +13,11 @@ from pathlib import Path
 
 from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, number_in
 from tfgpu_tui.env.check_run import CheckRun, run_check
-from tfgpu_tui.env.findings import EnvReport, Status
+from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
 from tfgpu_tui.exit_status import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, EXIT_OK, EXIT_USAGE
 from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
-
-EXIT_FOR_WORST = {Status.OK: EXIT_OK, Status.WARNING: EXIT_CHECK_WARNINGS, Status.FAILURE: EXIT_CHECK_FAILED}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,4 +92,4 @@ def run(args: argparse.Namespace) -> int:
         print(report_markdown(report))
     else:
         print(report_text(report))
-    return EXIT_FOR_WORST[report.worst]
+    return report.exit_code()

@@ -2,7 +2,7 @@
 
 The checks live in ``checks_*.py`` by topic and register themselves, with their place in the report, through
 ``check_base.check``; this module imports them and evaluates them in report order. Pure: ``EnvFacts``
-(TensorFlow-free facts) and a ``InspectionRun`` (what the TensorFlow inspection said, parsed once into a
+(TensorFlow-free facts) and an ``InspectionRun`` (what the TensorFlow inspection said, parsed once into an
 ``InspectionResult``) in, findings out. Checks that need the inspection are pending until it finished.
 """
 
@@ -14,6 +14,7 @@ from tfgpu_tui.env import (
     checks_gpu,
     checks_libraries,
     checks_mig,
+    checks_packages,
     checks_system,
     checks_tensorflow,
 )
@@ -24,7 +25,15 @@ from tfgpu_tui.env.inspection_data import InspectionResult
 from tfgpu_tui.env.tf_inspection import InspectionRun
 
 # The modules whose decorated functions are the checks (importing them registers them).
-CHECK_MODULES = (checks_system, checks_tensorflow, checks_libraries, checks_devices, checks_gpu, checks_mig)
+CHECK_MODULES = (
+    checks_system,
+    checks_tensorflow,
+    checks_packages,
+    checks_libraries,
+    checks_devices,
+    checks_gpu,
+    checks_mig,
+)
 CHECKS: list[Check] = report_order()
 REPORT_ORDER: tuple[str, ...] = tuple(item.id for item in CHECKS)  # every check id, in report order
 # Diagnoses that are expected (not problems) on a machine without an NVIDIA GPU.

@@ -20,7 +20,9 @@ def check_driver(facts: EnvFacts, inspection: InspectionResult | None) -> Verdic
     nvml = facts.nvml
     why = "TensorFlow reaches the GPU through the NVIDIA driver; without it everything runs on the CPU."
     if nvml.error is not None:
-        return Verdict(Status.FAILURE, nvml.error.message, why, nvml.error.fix)
+        # A driver that lists no GPU is a warning (docs/environment-checks.md): the machine may have none.
+        status = Status.WARNING if nvml.error.kind == "no_devices" else Status.FAILURE
+        return Verdict(status, nvml.error.message, why, nvml.error.fix)
     driver = nvml.driver
     version = driver.driver_version if driver else None
     cuda = driver.cuda_driver_version if driver else None

@@ -43,6 +43,8 @@ def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
             + "   # in a fresh venv if it keeps failing",
         )
     version = tf.version
+    if not version:
+        return _half_removed(facts, inspection)
     if inspection.data.inspection_errors:
         return Verdict(
             Status.WARNING,
@@ -66,6 +68,27 @@ def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
     if row is None:
         text += " (not in the tested-build table; newer than it, or a nightly)"
     return Verdict(Status.OK, text, why)
+
+
+def _half_removed(facts: EnvFacts, inspection: InspectionResult) -> Verdict:
+    """`import tensorflow` finds a package without its files (`pip uninstall tensorflow-cpu` removed the
+    files `tensorflow` shares with it): nothing works; reinstall what pip still lists."""
+    distributions = facts.interpreter.tensorflow_distributions
+    if distributions:
+        specs = " ".join(f"'{name}=={version}'" for name, version in distributions.items())
+        fix = pip_command(facts, f"install --force-reinstall --no-deps {specs}")
+    else:
+        fix = and_cuda_install(facts, None)
+    errors = "; ".join(inspection.data.inspection_errors)
+    listed = ", ".join(f"{name} {version}" for name, version in distributions.items()) or "nothing"
+    return Verdict(
+        Status.FAILURE,
+        f"`import tensorflow` finds a TensorFlow without its files (no version; pip lists {listed}): "
+        "a half-removed install, as `pip uninstall tensorflow-cpu` leaves beside `tensorflow`."
+        + (f" Inspecting it failed: {errors}" if errors else ""),
+        "Everything else depends on TensorFlow importing in the interpreter you train with.",
+        fix,
+    )
 
 
 def _inspection_failure(facts: EnvFacts, inspection: InspectionResult) -> Verdict:
@@ -92,16 +115,6 @@ def check_cpu_only_build(facts: EnvFacts, inspection: InspectionResult | None) -
     distributions = facts.interpreter.tensorflow_distributions
     names = ", ".join(f"{name} {ver}" for name, ver in distributions.items()) or "tensorflow"
     if is_cuda_build(facts, inspection):
-        if len(distributions) > 1:
-            return Verdict(
-                Status.WARNING,
-                f"A CUDA build, but several TensorFlow packages are installed ({names}); they overwrite "
-                "each other's files.",
-                why,
-                pip_command(facts, f"uninstall -y {' '.join(distributions)}")
-                + " && "
-                + and_cuda_install(facts, version),
-            )
         cuda = tf_cuda(facts, inspection)
         return Verdict(Status.OK, f"A CUDA build ({names}, CUDA {cuda or '?'}).", why)
     uninstall = " ".join(distributions) or "tensorflow-cpu"

@@ -45,6 +45,24 @@ WATCHED_ENV_VARS = (
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
 )
+# The distributions that install TensorFlow's own files (the `tensorflow` package): two of them overwrite
+# each other, and uninstalling one removes files the other needs.
+TENSORFLOW_DISTRIBUTIONS = frozenset(
+    {
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tensorflow-intel",
+        "tensorflow-macos",
+        "tensorflow-aarch64",
+        "tensorflow-cpu-aws",
+        "tensorflow-rocm",
+        "tf-nightly",
+        "tf-nightly-cpu",
+        "tf-nightly-gpu",
+        "intel-tensorflow",
+    }
+)
 CHILD_TIMEOUT_SECONDS = 20.0
 _LIB_NAME = re.compile(r"^(?P<stem>lib[A-Za-z]+)\.so(?:\.(?P<version>\d+(?:\.\d+)*))?$")
 
@@ -120,14 +138,9 @@ class InterpreterFacts:
 
     @property
     def tensorflow_distributions(self) -> dict[str, str]:
-        """Installed TensorFlow distributions (tensorflow, tensorflow-cpu, tf-nightly ...) -> version."""
-        return {
-            name: version
-            for name, version in self.packages.items()
-            if name.startswith(("tensorflow", "tf-nightly"))
-            and name not in ("tensorflow-estimator", "tensorflow-io-gcs-filesystem", "tensorflow-hub")
-            and not name.startswith(("tensorflow-io", "tensorflow-datasets", "tensorflow-probability"))
-        }
+        """Installed distributions of TensorFlow itself (tensorflow, tensorflow-cpu, tf-nightly...) -> its
+        version; add-ons such as tensorflow-text or tensorflow-io are not TensorFlow."""
+        return {name: version for name, version in self.packages.items() if name in TENSORFLOW_DISTRIBUTIONS}
 
 
 @dataclass(frozen=True)

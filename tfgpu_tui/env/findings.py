@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from tfgpu_tui.exit_status import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, EXIT_OK
+
 
 class Status(Enum):
     """How a check came out. PENDING only exists while the TensorFlow inspection is still running."""
@@ -89,8 +91,10 @@ class EnvReport:
         return Status.OK
 
     def exit_code(self) -> int:
-        """0 when everything is ok (or skipped), 1 with warnings, 2 with a failure."""
-        return {Status.FAILURE: 2, Status.WARNING: 1}.get(self.worst, 0)
+        """0: everything ok (or skipped), 1: warnings, 3: a failure (2 is a bad command line)."""
+        return {Status.FAILURE: EXIT_CHECK_FAILED, Status.WARNING: EXIT_CHECK_WARNINGS}.get(
+            self.worst, EXIT_OK
+        )
 
     def counts(self) -> dict[str, int]:
         """How many findings have each status."""

@@ -1,0 +1,172 @@
+"""docs/environment-checks.md's severity table against the code: each named case is built from a recorded
+environment (tests/fixtures/env/), evaluated, and must get the status the table gives it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfgpu_tui.env.checks import REPORT_ORDER, evaluate
+from tfgpu_tui.env.findings import EnvReport, Finding, Status
+from tfgpu_tui.env.recorded import facts_from_dict, inspection_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures" / "env"
+ROW = re.compile(r"^\| `(?P<check>[a-z_]+)` \| `(?P<case>[a-z0-9_]+)` \| (?P<status>ok|warning|failure) \|$")
+EXIT_ROW = re.compile(r"^\| (?P<worst>ok|skipped|warning|failure) \| (?P<exit>\d+) \|$")
+
+Data = dict[str, Any]
+
+
+def _fixture(name: str) -> Data:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def _changed(name: str, change: Callable[[Data], None]) -> Callable[[], Data]:
+    def build() -> Data:
+        data = copy.deepcopy(_fixture(name))
+        change(data)
+        return data
+
+    return build
+
+
+def _no_devices(data: Data) -> None:
+    data["nvml"].update(
+        error={
+            "kind": "no_devices",
+            "message": "The NVIDIA driver is running but reports no GPUs.",
+            "fix": "Check `nvidia-smi -L`; in a container pass `--gpus all`.",
+        },
+        driver=None,
+        devices=[],
+    )
+
+
+def _not_loaded(data: Data) -> None:
+    data["nvml"].update(
+        error={"kind": "driver_not_loaded", "message": "The NVIDIA driver is not loaded.", "fix": "reboot"},
+        driver=None,
+        devices=[],
+    )
+
+
+def _system_python(data: Data) -> None:
+    data["interpreter"]["kind"] = "system"
+
+
+def _broken_interpreter(data: Data) -> None:
+    data["interpreter"]["error"] = "/nowhere/python cannot be run: No such file or directory"
+
+
+def _processes(data: Data) -> None:
+    data["nvml"]["processes"] = [{"gpu_index": 0, "pid": 48211, "memory_mib": 18432.0}]
+
+
+def _python_313(data: Data) -> None:
+    data["inspection"]["python"]["version"] = "3.13.1"
+
+
+def _not_installed(data: Data) -> None:
+    data["inspection"]["tensorflow"] = {"installed": False, "error": "No module named 'tensorflow'"}
+    data["interpreter"]["packages"].pop("tensorflow")
+
+
+def _half_removed(data: Data) -> None:
+    # `pip uninstall tensorflow-cpu` beside `tensorflow`: pip still lists tensorflow, its files are gone.
+    data["inspection"]["tensorflow"].update(version=None, git_version=None)
+    data["inspection"]["inspection_errors"] = ["device_facts: AttributeError: no attribute 'sysconfig'"]
+
+
+def _timeout(data: Data) -> None:
+    data["inspection"] = None
+    data["inspection_error"] = {"kind": "timeout", "message": "The TensorFlow inspection did not finish."}
+
+
+def _two_distributions(data: Data) -> None:
+    data["interpreter"]["packages"]["tensorflow-cpu"] = "2.18.0"
+
+
+def _cpu_without_gpu(data: Data) -> None:
+    _no_devices(data)
+
+
+def _keras3_under_215(data: Data) -> None:
+    data["interpreter"]["packages"]["tensorflow"] = "2.15.1"
+    data["inspection"]["tensorflow"]["version"] = "2.15.1"
+
+
+CASES: dict[str, Callable[[], Data]] = {
+    "all_good": lambda: _fixture("all_good"),
+    "driver_lists_no_gpu": _changed("all_good", _no_devices),
+    "driver_not_loaded": _changed("all_good", _not_loaded),
+    "system_python": _changed("all_good", _system_python),
+    "interpreter_broken": _changed("all_good", _broken_interpreter),
+    "cuda_visible_devices_empty": lambda: _fixture("cuda_visible_devices_empty"),
+    "gpu_process_holding_memory": _changed("all_good", _processes),
+    "python_outside_tested_range": _changed("all_good", _python_313),
+    "tensorflow_not_installed": _changed("all_good", _not_installed),
+    "half_removed_tensorflow": _changed("all_good", _half_removed),
+    "inspection_timeout": _changed("all_good", _timeout),
+    "tensorflow_and_tensorflow_cpu": _changed("all_good", _two_distributions),
+    "cpu_build_on_gpu": lambda: _fixture("cpu_build_on_gpu"),
+    "cpu_build_without_gpu": _changed("cpu_build_on_gpu", _cpu_without_gpu),
+    "keras3_under_tf215": _changed("all_good", _keras3_under_215),
+    "driver_too_old": lambda: _fixture("driver_too_old"),
+    "cudnn8_needs_9": lambda: _fixture("cudnn8_needs_9"),
+    "cannot_dlopen": lambda: _fixture("cannot_dlopen"),
+    "cc61_mixed_precision": lambda: _fixture("cc61_mixed_precision"),
+}
+
+
+def _section(title: str) -> list[str]:
+    text = (ROOT / "docs" / "environment-checks.md").read_text(encoding="utf-8")
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0].splitlines()
+
+
+def _table() -> list[tuple[str, str, str]]:
+    return [(m["check"], m["case"], m["status"]) for line in _section("Severity") if (m := ROW.match(line))]
+
+
+def _findings(case: str) -> dict[str, Finding]:
+    data = CASES[case]()
+    return {finding.id: finding for finding in evaluate(facts_from_dict(data), inspection_from_dict(data))}
+
+
+def test_every_check_has_a_row_and_every_case_a_builder() -> None:
+    rows = _table()
+    assert {check for check, _, _ in rows} == set(REPORT_ORDER)
+    assert {case for _, case, _ in rows} <= set(CASES)
+
+
+@pytest.mark.parametrize(("check", "case", "status"), _table())
+def test_documented_severity(check: str, case: str, status: str) -> None:
+    finding = _findings(case)[check]
+    assert finding.status is Status(status), f"{check} in {case}: {finding.detail}"
+    if finding.status in (Status.WARNING, Status.FAILURE):
+        assert finding.fix, f"{check} in {case} has no fix"
+
+
+def test_exit_status_table() -> None:
+    rows = {m["worst"]: int(m["exit"]) for line in _section("Severity") if (m := EXIT_ROW.match(line))}
+    assert rows == {"ok": 0, "skipped": 0, "warning": 1, "failure": 3}
+    for worst, code in rows.items():
+        assert EnvReport([Finding("a", Status(worst), "A", "")]).exit_code() == code
+
+
+def test_half_removed_fix_reinstalls_what_pip_lists() -> None:
+    finding = _findings("half_removed_tensorflow")["tensorflow"]
+    assert "half-removed" in finding.detail
+    assert finding.fix.endswith("-m pip install --force-reinstall --no-deps 'tensorflow==2.18.0'")
+
+
+def test_keras3_fix_names_the_keras2_release() -> None:
+    assert _findings("keras3_under_tf215")["keras"].fix.endswith(
+        "install 'keras==2.15.*'   # the Keras 2 release of TensorFlow 2.15"
+    )
