@@ -43,7 +43,11 @@ def test_driver_too_old_for_tf_cuda() -> None:
     assert driver.status is Status.FAILURE
     assert "470.82.01" in driver.detail and ">= 525" in driver.detail
     assert "Upgrade the NVIDIA driver to >= 555.42.02" in driver.fix
-    assert "tensorflow==2.11.0" in driver.fix  # the newest TF whose CUDA this driver runs
+    # TF 2.11 (CUDA 11.2) is the newest this driver runs, but it has no wheel for Python 3.11: both ways out
+    assert (
+        "No TensorFlow release both runs on driver 470.82.01 and has a wheel for Python 3.11.9" in driver.fix
+    )
+    assert "or use Python 3.7-3.10 with TF 2.11.0" in driver.fix
     fallback = found["gpus_visible"]
     assert fallback.status is Status.FAILURE and "driver" in fallback.detail.lower()
     assert found["log:DRIVER_INSUFFICIENT"].status is Status.FAILURE
@@ -54,9 +58,12 @@ def test_cudnn8_where_tf_needs_9() -> None:
     libraries = found["cuda_libraries"]
     assert libraries.status is Status.FAILURE
     assert "no libcudnn.so.9" in libraries.detail and "9.3+" in libraries.detail
-    assert libraries.fix == f"{PY} -m pip install 'nvidia-cudnn-cu12==9.3.0.75'"
+    # the whole set the build pins (cuFFT, cuSOLVER, cuSPARSE... too), not the one library that is missing
+    assert (
+        libraries.fix == f"{PY} -m pip install 'tensorflow[and-cuda]==2.18.0'   # adds the CUDA packages only"
+    )
     fallback = found["gpus_visible"]
-    assert "missing: libcudnn.so.9" in fallback.detail  # learnt from the TF_CPP_MAX_VLOG_LEVEL=1 re-run
+    assert "missing: libcudnn.so.9" in fallback.detail  # from the loader's VLOG(1) lines
     assert fallback.fix.startswith(f"{PY} -m pip install 'tensorflow[and-cuda]==2.18.0'")
 
 

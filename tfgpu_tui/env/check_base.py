@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfgpu_tui.env import compat
+from tfgpu_tui.env import compat, fixes
 from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
@@ -133,17 +133,10 @@ def cc_text(capability: tuple[int, int] | list[int]) -> str:
     return f"{capability[0]}.{capability[1]}"
 
 
-def and_cuda_install(facts: EnvFacts, tf_version: str | None) -> str:
-    """The command that installs TF with its CUDA libraries from pip (a plain install before TF 2.14)."""
-    numbers = compat.version_tuple(tf_version)
-    if numbers is not None and numbers[:2] < (2, 14):
-        row = compat.build_row_for(tf_version)
-        needs = f"CUDA {row.cuda} and cuDNN {row.cudnn}" if row else "the CUDA and cuDNN of its tested build"
-        return (
-            pip_command(facts, f"install 'tensorflow=={tf_version}'") + f"   # and install {needs} yourself"
-        )
-    pinned = f"=={tf_version}" if tf_version else ""
-    return pip_command(facts, f"install 'tensorflow[and-cuda]{pinned}'")
+def and_cuda_install(facts: EnvFacts, tf_version: str | None, replacing: tuple[str, ...] = ()) -> str:
+    """The command that gives TensorFlow `tf_version` its CUDA libraries, for the target's Python
+    (``fixes.gpu_install``)."""
+    return fixes.gpu_install(facts, tf_version, replacing)
 
 
 def diagnoses(inspection: InspectionResult | None) -> tuple[Diagnosis, ...]:

@@ -105,7 +105,7 @@ def _cause_fix(
         and inspection is not None
         and cause.id in ("DSO_LOAD_FAIL", "CANNOT_DLOPEN_GPU_LIBS")
     ):
-        return and_cuda_install(facts, tensorflow_version(facts, inspection)) + "   # " + cause.fix
+        return and_cuda_install(facts, tensorflow_version(facts, inspection))
     if cause.id in ("CVD_HIDES_ALL", "CUINIT_NO_DEVICE") and "CUDA_VISIBLE_DEVICES" in (
         facts.env_vars if facts else {}
     ):

@@ -8,7 +8,6 @@ from tfgpu_tui.env.check_base import (
     and_cuda_install,
     check,
     is_cuda_build,
-    pip_command,
     tensorflow_version,
     tf_cuda,
     tf_cudnn,
@@ -16,9 +15,6 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult
-
-# The pip package (without its -cuXX suffix) that provides each library.
-PIP_PACKAGES = {"libcudnn": "nvidia-cudnn", "libcublas": "nvidia-cublas", "libcudart": "nvidia-cuda-runtime"}
 
 
 @check("cuda_libraries", "CUDA libraries TensorFlow loads", order=80)
@@ -85,10 +81,7 @@ def _best_library(facts: EnvFacts, stem: str, major: int) -> LibraryFile | None:
 
 
 def _library_fix(facts: EnvFacts, tf_version: str | None, stem: str) -> str:
-    package = PIP_PACKAGES[stem]
-    for name, spec in compat.pins_for(tf_version).items():
-        if name.startswith(package + "-cu"):
-            return pip_command(facts, f"install '{name}{spec}'")
+    """The whole set the build needs, not the one library: TensorFlow registers a GPU only when all load."""
     return and_cuda_install(facts, tf_version)
 
 

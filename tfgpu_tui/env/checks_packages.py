@@ -25,7 +25,7 @@ def check_tensorflow_distributions(facts: EnvFacts, inspection: InspectionResult
     fix = (
         pip_command(facts, f"uninstall -y {' '.join(distributions)}")
         + " && "
-        + and_cuda_install(facts, version)
+        + and_cuda_install(facts, version, replacing=tuple(distributions))
     )
     return Verdict(Status.WARNING, f"Several TensorFlow distributions are installed: {names}.", why, fix)
 

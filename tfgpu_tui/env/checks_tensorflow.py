@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfgpu_tui.env import compat
+from tfgpu_tui.env import compat, fixes
 from tfgpu_tui.env.check_base import (
     Verdict,
     and_cuda_install,
@@ -117,8 +117,12 @@ def check_cpu_only_build(facts: EnvFacts, inspection: InspectionResult | None) -
     if is_cuda_build(facts, inspection):
         cuda = tf_cuda(facts, inspection)
         return Verdict(Status.OK, f"A CUDA build ({names}, CUDA {cuda or '?'}).", why)
-    uninstall = " ".join(distributions) or "tensorflow-cpu"
-    fix = pip_command(facts, f"uninstall -y {uninstall}") + " && " + and_cuda_install(facts, version)
+    uninstall = tuple(distributions) or ("tensorflow-cpu",)
+    fix = (
+        pip_command(facts, f"uninstall -y {' '.join(uninstall)}")
+        + " && "
+        + and_cuda_install(facts, version, replacing=uninstall)
+    )
     if facts.nvml.devices:
         return Verdict(
             Status.FAILURE,
@@ -176,12 +180,4 @@ def _needs_cuda_and_driver(facts: EnvFacts, inspection: InspectionResult | None)
 
 
 def _driver_fix(facts: EnvFacts, recommended: str, driver: tuple[int, ...]) -> str:
-    """Upgrade the driver, or install the newest TF whose CUDA this driver still runs."""
-    fix = f"Upgrade the NVIDIA driver to >= {recommended} (e.g. `sudo ubuntu-drivers install`, then reboot)"
-    for row in compat.build_matrix():
-        requirement = compat.driver_requirement(row.cuda)
-        if requirement is not None and requirement.recommended <= driver:
-            return f"{fix}, or use TF {row.tf_version} (CUDA {row.cuda}): " + and_cuda_install(
-                facts, row.tf_version
-            )
-    return fix + "."
+    return fixes.driver_fix(facts, recommended, driver)
