@@ -26,10 +26,17 @@ IGNORES_SIGTERM = (
 )
 
 
+def default_signal_dispositions() -> None:
+    """In the child before exec: SIGINT and SIGTERM end it, whatever pytest inherited (a shell script that
+    starts pytest in the background leaves SIGINT ignored, and exec keeps an ignored signal ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.fixture
 def child():
-    """A plain child process (sleep), reaped at the end."""
-    process = subprocess.Popen(["sleep", "60"])
+    """A plain child process (sleep) that SIGINT and SIGTERM end, reaped at the end."""
+    process = subprocess.Popen(["sleep", "60"], preexec_fn=default_signal_dispositions)
     yield process
     if process.poll() is None:
         process.kill()

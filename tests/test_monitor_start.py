@@ -1,10 +1,9 @@
 """The dashboard's start (issue 14): the snapshot taken before the UI loaded is on the first frame, the GPU
-view fits before the first layout, garbage collection and the thread switch interval are held until the first
-frame, the other tabs' styles load with the first of them, and the descriptor table is grown early."""
+view fits before the first layout, the other tabs' styles load with the first of them, and the descriptor
+table is grown early."""
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
 import time
@@ -14,7 +13,6 @@ import pytest
 from monitor_helpers import shown_pids
 from waiting import wait_until
 
-from tfgpu_tui import cli, first_frame
 from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
@@ -89,49 +87,6 @@ async def test_the_height_before_the_first_layout_is_the_laid_out_one(size: tupl
         tab = app.query_one(MonitorTab)
         await wait_until(pilot, lambda: tab.size.height > 0)
         assert tab.size.height == size[1] - CHROME_LINES
-
-
-@pytest.fixture
-def restore_collection():
-    """Whatever a test holds, collection and the switch interval are as before afterwards."""
-    interval = sys.getswitchinterval()
-    yield
-    first_frame._held = None
-    sys.setswitchinterval(interval)
-    gc.enable()
-    gc.unfreeze()
-
-
-def test_collection_and_the_switch_interval_are_held_and_released_once(restore_collection) -> None:
-    assert gc.isenabled()
-    interval, frozen = sys.getswitchinterval(), gc.get_freeze_count()
-    first_frame.release()  # not held: nothing happens
-    assert gc.get_freeze_count() == frozen
-    first_frame.hold()
-    assert not gc.isenabled() and sys.getswitchinterval() == pytest.approx(first_frame.START_SWITCH_SECONDS)
-    first_frame.release()
-    assert gc.isenabled() and gc.get_freeze_count() > frozen and sys.getswitchinterval() == interval
-    first_frame.release()
-    assert gc.isenabled() and sys.getswitchinterval() == interval
-
-
-async def test_the_app_releases_them_after_its_first_frame(restore_collection) -> None:
-    app = TfgpuApp(Settings(demo=True, interval=1.0))
-    first_frame.hold()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, gc.isenabled)
-        assert sys.getswitchinterval() > first_frame.START_SWITCH_SECONDS
-
-
-def test_the_dashboard_releases_them_when_it_fails_to_start(monkeypatch, restore_collection) -> None:
-    def broken(_app: TfgpuApp) -> None:
-        assert not gc.isenabled()  # held while it starts
-        raise RuntimeError("no terminal")
-
-    monkeypatch.setattr(TfgpuApp, "run", broken)
-    with pytest.raises(RuntimeError, match="no terminal"):
-        cli.run_app(Settings(demo=True))
-    assert gc.isenabled() and sys.getswitchinterval() > first_frame.START_SWITCH_SECONDS
 
 
 async def test_the_other_tabs_styles_load_with_the_first_of_them() -> None:

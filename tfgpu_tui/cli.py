@@ -267,20 +267,13 @@ def dashboard_refusal(args: argparse.Namespace) -> str | None:
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
     gpu/sampler_start.py)."""
-    from tfgpu_tui import first_frame
-    from tfgpu_tui.asyncio_without_tls import import_asyncio_without_tls
     from tfgpu_tui.gpu.sampler_start import SamplerStart
 
-    first_frame.hold()  # until the first frame (the app releases it)
-    try:
-        start = SamplerStart(settings)
-        start.wait()
-        import_asyncio_without_tls()  # before Textual imports it: 4.3 MiB less
-        from tfgpu_tui.ui.app import TfgpuApp
+    start = SamplerStart(settings)
+    start.wait()
+    from tfgpu_tui.ui.app import TfgpuApp
 
-        TfgpuApp(settings, sampler_start=start).run()
-    finally:
-        first_frame.release()
+    TfgpuApp(settings, sampler_start=start).run()
     return 0
 
 

@@ -16,12 +16,10 @@ from typing import NamedTuple
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.driver import Driver
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
 from textual.widgets import TabbedContent, TabPane
 
-from tfgpu_tui import first_frame
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
 from tfgpu_tui.gpu.sampler_start import SamplerStart
 from tfgpu_tui.settings import Settings
@@ -165,16 +163,6 @@ class TfgpuApp(App[None]):
         if built != [MonitorTab.TAB_ID]:
             self.css_path.append(TABS_CSS)  # another tab on the first frame: read with monitor.tcss
 
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver, but on a Linux terminal one whose input thread sleeps while idle
-        (ui/quiet_driver.py); Textual's own if that driver cannot load (a Textual whose internals moved)."""
-        stock = super().get_driver_class()
-        try:
-            from tfgpu_tui.ui.quiet_driver import driver_for
-        except ImportError:
-            return stock
-        return driver_for(stock)
-
     def compose(self) -> ComposeResult:
         yield StatusHeader()
         with DashboardTabs(initial=self.initial_tab):
@@ -220,7 +208,6 @@ class TfgpuApp(App[None]):
         for warning in self.settings.config_warnings:
             self.notify(warning, title="Settings file", severity="warning", timeout=15)
         self.call_after_refresh(self._focus_active_tab)
-        self.call_after_refresh(first_frame.release)  # held by the command line while the app started
 
     def load_tab_styles(self) -> None:
         """Parse TABS_CSS unless loaded: before a tab other than the Monitor, or its screens, is built."""

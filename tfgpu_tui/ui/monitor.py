@@ -48,10 +48,8 @@ from tfgpu_tui.ui.widgets.process_table import (
 
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
-# While another tab is shown the sampler still feeds the header (GPU count, alerts), at most this often: a
-# hidden Monitor costs almost nothing (issue 14: at 5 s the Environment tab idled at 0.33-0.36 % of a core
-# over 90 s, at 10 s at 0.27-0.29 %, most of it Textual's input thread, which now sleeps: ui/quiet_driver.py);
-# showing it samples at once.
+# While another tab is shown the sampler still feeds the header (GPU count, alerts), at most this often
+# (measurements in docs/performance.md); showing it samples at once.
 HIDDEN_SAMPLE_SECONDS = 10.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
 NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
