@@ -1,11 +1,8 @@
 """The dashboard's start (issue 14): the snapshot taken before the UI loaded is on the first frame, the GPU
-view fits before the first layout, the other tabs' styles load with the first of them, and the descriptor
-table is grown early."""
+view fits before the first layout, and the other tabs' styles load with the first of them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -108,33 +105,3 @@ async def test_a_first_tab_other_than_the_monitor_has_its_styles_at_start() -> N
         await wait_until(pilot, lambda: bool(app.query("EnvironmentTab #env-status")))
         assert app.stylesheet.has_source(str(TABS_CSS), "")
         assert app.query_one("EnvironmentTab #env-status").styles.height.is_auto
-
-
-GROW_IN_A_CHILD = """
-import os, resource
-from tfgpu_tui.gpu import sampler_start
-from tfgpu_tui.settings import Settings
-def size():
-    return int(next(line for line in open("/proc/self/status") if line.startswith("FDSize")).split()[1])
-before, fds = size(), sorted(os.listdir("/proc/self/fd"))
-wanted = sampler_start.DESCRIPTOR_TABLE = 4 * before
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, wanted)), hard))
-GROW
-print(before, wanted, size(), sorted(os.listdir("/proc/self/fd")) == fds, hard)
-"""
-
-
-@pytest.mark.parametrize(
-    "grow", ["sampler_start.grow_descriptor_table(wanted)", "sampler_start.SamplerStart(Settings(demo=True))"]
-)
-def test_the_descriptor_table_is_grown_before_the_sampling_thread_starts(grow: str) -> None:
-    """In a fresh interpreter (one thread), FDSize in /proc/self/status is the table's size; it starts at the
-    size inherited from pytest, so the wanted size is four times that."""
-    child = GROW_IN_A_CHILD.replace("GROW", grow)
-    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
-    before, wanted, grown, same_descriptors, hard = run.stdout.split()
-    if int(hard) < int(wanted):
-        pytest.skip(f"the descriptor limit here ({hard}) is under {wanted}")
-    assert int(before) < int(wanted) <= int(grown)
-    assert same_descriptors == "True" or "SamplerStart" in grow  # growing leaves no descriptor open

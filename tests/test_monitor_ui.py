@@ -102,23 +102,6 @@ async def test_history_plots_are_redrawn_every_plot_seconds_not_every_sample() -
         await wait_until(pilot, lambda: plot.history is not drawn)
 
 
-async def test_rich_width_cache_is_emptied_so_changing_lines_do_not_pile_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from rich.cells import cached_cell_len, cell_len
-
-    monkeypatch.setattr(monitor, "CELL_CACHE_SECONDS", 0.0)
-    app = TfgpuApp(Settings(demo=True, interval=FAST))
-    async with app.run_test(size=(120, 40)) as pilot:
-        tab = app.query_one(MonitorTab)
-        await wait_for_samples(pilot, tab, 1)
-        for number in range(3000):  # what an hour of changing lines would leave there
-            cell_len(f"a line measured once {number}")
-        assert cached_cell_len.cache_info().currsize >= 3000
-        await wait_for_samples(pilot, tab, 1)
-        assert cached_cell_len.cache_info().currsize < 1000
-
-
 async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -9,7 +9,6 @@ follows when it comes.
 
 from __future__ import annotations
 
-import os
 import threading
 
 from tfgpu_tui.gpu.model import Snapshot
@@ -18,25 +17,6 @@ from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
 
 WAIT_SECONDS = 0.5  # the longest the dashboard waits for the first snapshot before it loads the UI
-# File descriptors the first snapshot may hold: NVML's device files and one /proc/PID/stat per GPU process.
-DESCRIPTOR_TABLE = 256
-
-
-def grow_descriptor_table(size: int) -> None:
-    """Grow this process's file descriptor table to `size` slots while it has one thread. Linux grows the
-    table of a multi-threaded process (64, 128, 256 slots...) only after an RCU grace period: at 8 GPUs x 64
-    processes on fakenvml the first snapshot waited twice, 10-27 ms each time (its pidfds, then our stat
-    descriptors). Single-threaded, the table grows at once. Nothing happens where that fails."""
-    try:
-        import fcntl
-
-        spare = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.close(fcntl.fcntl(spare, fcntl.F_DUPFD_CLOEXEC, size - 1))  # the lowest free one >= size - 1
-        finally:
-            os.close(spare)
-    except (ImportError, OSError):  # no fcntl, or a descriptor limit under `size`
-        pass
 
 
 class SamplerStart:
@@ -49,7 +29,6 @@ class SamplerStart:
         self._snapshot: Snapshot | None = None
         self._error: Exception | None = None
         self._handover = threading.Lock()  # the first snapshot is handed out once
-        grow_descriptor_table(DESCRIPTOR_TABLE)  # before the thread starts
         self._thread = threading.Thread(target=self._run, name="sampler-start", daemon=True)
         self._thread.start()
 

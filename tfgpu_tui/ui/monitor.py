@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-from rich.cells import cached_cell_len
 from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
@@ -69,11 +68,6 @@ CHROME_LINES = 4
 TABLE_MIN_LINES = 6  # the process table's header and five rows
 FULL_TABLE_LINES = 10  # the full cards are chosen only when they leave the table at least this much
 MAX_ALERT_LINES = 5
-# Rich memoizes the width of every string under 512 characters it measures, up to 4096 of them: filled with
-# table rows, 1.5 MiB. The Monitor's lines change every second, so the cache fills with strings that are never
-# measured again (a third of the dashboard's growth in memory over its first minutes). Emptied this often, it
-# holds only the last few seconds' lines.
-CELL_CACHE_SECONDS = 10.0
 DETAIL_MIN_LINES = 4  # the selected alert's text and fix, at the least
 
 
@@ -182,7 +176,6 @@ class MonitorTab(DashboardTab):
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
         self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
         self._fitted: tuple[object, ...] = ()  # what the last layout fit was computed from
-        self._cell_cache_cleared = time.monotonic()
 
     def compose(self) -> ComposeResult:
         yield Static("Starting the monitor…", id="host-line")
@@ -307,9 +300,6 @@ class MonitorTab(DashboardTab):
             self._apply(snapshot, histories)
         else:
             self._behind = True
-        if time.monotonic() - self._cell_cache_cleared >= CELL_CACHE_SECONDS:
-            self._cell_cache_cleared = time.monotonic()
-            cached_cell_len.cache_clear()
 
     def on_show(self) -> None:
         """Sample at the full rate again; catch up with what was sampled while the tab was hidden."""
