@@ -11,7 +11,6 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from functools import partial
-from pathlib import Path
 from typing import NamedTuple
 
 from textual.app import App, ComposeResult, SystemCommand
@@ -105,9 +104,6 @@ TAB_SPECS: tuple[TabSpec, ...] = (
 )
 SPECS_BY_ID = {spec.tab_id: spec for spec in TAB_SPECS}
 CORE_TABS = TAB_SPECS[:4]  # always present; the Hosts tab only with a fleet source
-# The other tabs', their widgets' and their screens' styles: parsed when the first of them is built, so the
-# Monitor's first frame does without (about 6 ms of its 0.3 s). See TfgpuApp.load_tab_styles.
-TABS_CSS = Path(__file__).with_name("tabs.tcss")
 
 
 def __getattr__(name: str) -> object:
@@ -135,7 +131,7 @@ class TfgpuApp(App[None]):
     """tfgpu-tui's dashboard."""
 
     TITLE = "tfgpu-tui"
-    CSS_PATH = "monitor.tcss"  # and TABS_CSS, loaded with the first other tab or the help screen
+    CSS_PATH = ["monitor.tcss", "tabs.tcss"]
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -159,9 +155,6 @@ class TfgpuApp(App[None]):
         self._alerts_by_source: dict[str, list[Alert]] = {}
         self._specs = [spec for spec in TAB_SPECS if spec.present(self.settings)]
         self._mounting: dict[str, AwaitMount] = {}  # tabs built after start-up, until they are mounted
-        built = [spec.tab_id for spec in self._specs if self._built_at_start(spec.tab_id)]
-        if built != [MonitorTab.TAB_ID]:
-            self.css_path.append(TABS_CSS)  # another tab on the first frame: read with monitor.tcss
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -191,7 +184,6 @@ class TfgpuApp(App[None]):
         pane = self.query_one(TabbedContent).get_pane(tab_id)
         if pane.query_children(DashboardTab):
             return None
-        self.load_tab_styles()
         mounting = self._mounting[tab_id] = pane.mount(SPECS_BY_ID[tab_id].load()(self.settings))
         return mounting
 
@@ -208,12 +200,6 @@ class TfgpuApp(App[None]):
         for warning in self.settings.config_warnings:
             self.notify(warning, title="Settings file", severity="warning", timeout=15)
         self.call_after_refresh(self._focus_active_tab)
-
-    def load_tab_styles(self) -> None:
-        """Parse TABS_CSS unless loaded: before a tab other than the Monitor, or its screens, is built."""
-        if not self.stylesheet.has_source(str(TABS_CSS), ""):
-            self.stylesheet.read(TABS_CSS)
-            self.stylesheet.parse()
 
     @property
     def all_alerts(self) -> list[Alert]:
@@ -297,7 +283,6 @@ class TfgpuApp(App[None]):
         """Show every key binding, grouped by tab."""
         from tfgpu_tui.ui.help_screen import HelpScreen
 
-        self.load_tab_styles()
         self.push_screen(HelpScreen(self.help_sections()))
 
     def help_sections(self) -> list[tuple[str, list[BindingType]]]:
