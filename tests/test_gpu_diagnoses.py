@@ -12,8 +12,8 @@ from gpu_alert_helpers import device, kinds, proc
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.checks import REPORT_ORDER
 from tfgpu_tui.gpu.alert_rules import AlertRules
-from tfgpu_tui.gpu.export import snapshot_dict
 from tfgpu_tui.gpu.history import RollingMeans
+from tfgpu_tui.gpu.report import snapshot_dict
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.settings import Settings

@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     # One-shot: the CPU window opens before the sampler and NVML load, so their loading is not waited for.
     baseline = None if args.watch else take_baseline()
     from tfgpu_tui.cli import settings_from_args
-    from tfgpu_tui.gpu.export import snapshot_dict
+    from tfgpu_tui.gpu.report import snapshot_dict
     from tfgpu_tui.gpu.sampler import Sampler
 
     settings: Settings = settings_from_args(args)

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tfgpu_tui.fleet.hosts import HostSnapshot
-from tfgpu_tui.ui.hosts import state_text, training_text
+from tfgpu_tui.ui.host_text import state_text, training_text
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.process_table import ProcessTable, build_process_rows
 

@@ -17,9 +17,9 @@ from textual.widgets import Static, TabbedContent
 from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.durations import span_text
-from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot, TrainingSummary
+from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.host_text import state_text, training_text
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 
@@ -39,33 +39,6 @@ class FleetUpdated(Message):
     def __init__(self, view: FleetView) -> None:
         super().__init__()
         self.view = view
-
-
-def training_text(runs: tuple[TrainingSummary, ...]) -> str:
-    """The first followed log's progress (and how many more there are)."""
-    if not runs:
-        return "-"
-    run = runs[0]
-    if run.finished:
-        text = f"done {run.epoch or '?'}/{run.total_epochs or '?'}"
-    else:
-        text = f"ep {run.epoch or '?'}/{run.total_epochs or '?'}"
-        if run.step is not None:
-            text += f" {run.step}/{run.total_steps or '?'}"
-    if run.loss is not None:
-        text += f" loss {run.loss:.4g}"
-    if run.eta_seconds is not None and not run.finished:
-        text += f" ETA {span_text(run.eta_seconds)}"
-    return text + (f" (+{len(runs) - 1} more)" if len(runs) > 1 else "")
-
-
-def state_text(host: HostSnapshot) -> Text:
-    """up, up with no GPU (and why), or DOWN and why."""
-    if not host.up:
-        return Text(f"DOWN: {host.reason or 'not answering'}", style="bold red")
-    if host.reason:
-        return Text(f"up, {host.reason}", style="yellow")
-    return Text("up", style="green")
 
 
 def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:

@@ -1,4 +1,4 @@
-"""A Snapshot as plain JSON-ready data (``tfgpu-tui gpus --json``)."""
+"""The `tfgpu-tui gpus --json` report: a Snapshot as plain JSON-ready data."""
 
 from __future__ import annotations
 
