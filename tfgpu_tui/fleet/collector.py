@@ -1,6 +1,6 @@
 """The exporter's core: samples GPUs (extended NVML source), follows training logs, and turns the latest state
 into Prometheus metric families with dcgm-exporter names plus ``tfgpu_`` series (a prometheus-client
-collector). Sampling runs in its own thread every interval; a scrape only formats the latest state."""
+collector). A SnapshotFeed (gpu/feed.py) samples every interval; a scrape formats the latest state."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tfgpu_tui.alerts import Alert
 from tfgpu_tui.fleet import names
 from tfgpu_tui.fleet.process_series import DEFAULT_TOP, process_series
 from tfgpu_tui.fleet.training_series import LogState, last_epoch_metrics, training_values
+from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, MigDevice, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
@@ -86,13 +87,15 @@ class Exporter:
         self._errors: Counter[str] = Counter()
         self._state = ExportState()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._feed: SnapshotFeed | None = None  # the sampling thread, once started
 
     # -- sampling ------------------------------------------------------------------------------------------
     def sample_once(self) -> ExportState:
-        """Sample the GPUs and poll the logs; the new state is what the next scrape reports."""
-        snapshot = self.sampler.sample()
+        """Sample the GPUs now, outside the feed, and poll the logs (for a one-off state without `start`)."""
+        return self._receive(self.sampler.sample())
+
+    def _receive(self, snapshot: Snapshot) -> ExportState:
+        """Poll the logs beside a new snapshot; the new state is what the next scrape reports."""
         count_errors(snapshot, self._errors)
         logs = tuple(self._poll_log(watch) for watch in self.watches)
         info = tuple(self.sampler.source.device_info()) if snapshot.error is None else ()
@@ -112,22 +115,27 @@ class Exporter:
         return LogState(str(watch.path), run, idle, tuple(run.problem_list(idle)))
 
     def start(self) -> None:
-        """Sample now, then every `settings.interval` seconds in a daemon thread."""
-        self.sample_once()
-        self._thread = threading.Thread(target=self._loop, name="tfgpu-export-sampler", daemon=True)
-        self._thread.start()
+        """Subscribe to a SnapshotFeed over this exporter's Sampler, one snapshot every `settings.interval`
+        seconds; returns once the first state is there, so the first scrape has GPUs."""
+        first = threading.Event()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.settings.interval):
-            with contextlib.suppress(Exception):  # never let one bad sample stop the exporter
-                self.sample_once()
+        def receive(update: FeedUpdate) -> None:
+            try:
+                self._receive(update.snapshot)
+            finally:
+                first.set()
+
+        self._feed = SnapshotFeed(self.settings, sampler=self.sampler)
+        self._feed.subscribe(receive, period=self.settings.interval)
+        self._feed.start()
+        first.wait()
 
     def close(self) -> None:
         """Stop sampling; release NVML and the log files."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self.sampler.close()
+        if self._feed is not None:
+            self._feed.close()  # it closes the Sampler
+        else:
+            self.sampler.close()
         for watch in self.watches:
             watch.close()
 
