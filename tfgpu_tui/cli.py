@@ -10,9 +10,10 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from tfgpu_tui import __version__
-from tfgpu_tui.commands import COMMAND_MODULES, commands_needed
+from tfgpu_tui.commands import COMMAND_MODULES, commands_needed, register_summaries
 from tfgpu_tui.config_file import apply_config, load_config
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import INTERVAL, Range, Settings
@@ -79,6 +80,33 @@ def whole_in(bounds: Range) -> Callable[[str], int]:
 
 
 interval_seconds = number_in(INTERVAL, "seconds")
+DEMO_GPUS = Range(2, 16)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line naming the right `--help` (the subcommand's for
+    an error in a subcommand), with exit code 2 (EXIT_USAGE)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(self.prog, message)
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    """Print `prog: message (see: prog --help)` to stderr and exit with EXIT_USAGE."""
+    print(f"{prog}: {message} (see: {prog} --help)", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def add_demo_gpus_option(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """`--demo-gpus N`, before a subcommand or after one that takes --demo (SUPPRESS: a value given before
+    the subcommand is not reset)."""
+    parser.add_argument(
+        "--demo-gpus",
+        type=whole_in(DEMO_GPUS),
+        default=argparse.SUPPRESS if after_command else None,
+        metavar="N",
+        help=f"simulate N GPUs, {DEMO_GPUS.describe()} (implies --demo; default 2)",
+    )
 
 
 def add_access_options(
@@ -169,26 +197,23 @@ def add_fleet_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: with `argv`, only the subcommand it names is registered (each command module is
-    imported only when used); without, every subcommand."""
-    parser = argparse.ArgumentParser(
+    imported only when used), or for the top-level help every subcommand's summary; without, every
+    subcommand."""
+    parser = OneLineParser(
         prog="tfgpu-tui",
         description="Terminal dashboard for training TensorFlow on an NVIDIA GPU. "
         "Without a subcommand, starts the interactive dashboard.",
     )
     parser.add_argument("--version", action="version", version=f"tfgpu-tui {__version__}")
     add_dashboard_options(parser)
-    parser.add_argument(
-        "--demo-gpus",
-        type=int,
-        choices=range(2, 17),
-        default=None,
-        metavar="N",
-        help="simulate N GPUs, 2-16 (implies --demo; default 2)",
-    )
+    add_demo_gpus_option(parser)
     add_fleet_options(parser)
     add_access_options(parser)
     names = COMMAND_MODULES if argv is None else commands_needed(parser, argv)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if argv is not None and len(names) > 1:  # the top-level help, or an error listing the commands
+        register_summaries(subparsers)
+        return parser
     for name in names:
         importlib.import_module(f"tfgpu_tui.commands.{name}").register(subparsers)
     return parser
@@ -280,7 +305,10 @@ def run_app(settings: Settings) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the dashboard or a subcommand; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    args, unknown = build_parser(argv).parse_known_args(argv)
+    if unknown:  # named by the subcommand they followed (argparse would give the top-level usage)
+        prog = "tfgpu-tui" if args.command is None else f"tfgpu-tui {args.command}"
+        usage_error(prog, f"unrecognized arguments: {' '.join(unknown)}")
     try:
         if args.command is None:
             refusal = dashboard_refusal(args)

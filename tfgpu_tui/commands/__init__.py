@@ -2,7 +2,8 @@
 
 Each module has `register(subparsers)`, which adds its parser and sets `func` to a
 function taking the parsed arguments and returning the exit code. A command line imports only the module of
-the subcommand it names (`commands_needed`): the dashboard imports none of them.
+the subcommand it names (`commands_needed`): the dashboard imports none of them, and the top-level help lists
+them from COMMAND_SUMMARIES without importing any (`register_summaries`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,23 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-COMMAND_MODULES = ("gpus", "check", "log", "probe", "serve", "export")
+# Each subcommand's one-line summary: its parser's `help`, and the top-level help's list.
+COMMAND_SUMMARIES = {
+    "gpus": "print GPUs, their processes and alerts (like gpustat)",
+    "check": "check that TensorFlow can use the GPU (driver, build, libraries, devices)",
+    "log": "summarise a training log (Keras progress, errors, NaN, OOM)",
+    "probe": "find the largest batch size that fits in memory",
+    "serve": "serve the dashboard to a web browser",
+    "export": "serve GPU, process, alert and training metrics to Prometheus (dcgm-exporter names)",
+}
+COMMAND_MODULES = tuple(COMMAND_SUMMARIES)
+
+
+def register_summaries(subparsers: argparse._SubParsersAction) -> None:
+    """Every subcommand by name and summary only, for the top-level help and its errors (a parser that
+    runs a subcommand registers that module's full parser instead)."""
+    for name, summary in COMMAND_SUMMARIES.items():
+        subparsers.add_parser(name, help=summary, add_help=False)
 
 
 def commands_needed(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, number_in
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.env.check_run import CheckRun, run_check
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `check` subcommand."""
     parser = subparsers.add_parser(
         "check",
-        help="check that TensorFlow can use the GPU (driver, build, libraries, devices)",
+        help=COMMAND_SUMMARIES["check"],
         description="Run every environment check and print the findings with their fixes. TensorFlow is "
         "inspected by a inspection run with the target interpreter. "
         f"Exit status: {EXIT_OK} all ok, {EXIT_CHECK_WARNINGS} warnings, {EXIT_CHECK_FAILED} a failed check, "

@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
 
 DEFAULT_HOST = "127.0.0.1"
@@ -23,12 +24,12 @@ PUBLIC_WARNING = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `export` subcommand."""
-    from tfgpu_tui.cli import interval_seconds
+    from tfgpu_tui.cli import add_demo_gpus_option, interval_seconds
     from tfgpu_tui.fleet.process_series import DEFAULT_TOP
 
     parser = subparsers.add_parser(
         "export",
-        help="serve GPU, process, alert and training metrics to Prometheus (dcgm-exporter names)",
+        help=COMMAND_SUMMARIES["export"],
         description="Serve Prometheus's text format on /metrics: dcgm-exporter's DCGM_FI_DEV_* series for "
         "what NVML reports, plus tfgpu_* series (VRAM per process, alerts, training progress of each --log, "
         "the exporter's health). Binds loopback unless --public. See docs/fleet.md.",
@@ -69,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--demo", action="store_true", default=argparse.SUPPRESS, help="export the simulated GPUs (SIMULATED)"
     )
+    add_demo_gpus_option(parser, after_command=True)
     parser.set_defaults(func=run)
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.durations import idle_text, running_text
 from tfgpu_tui.gpu.proc_stat import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
@@ -28,11 +29,11 @@ TABLE_HEADER = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `gpus` subcommand."""
-    from tfgpu_tui.cli import interval_seconds
+    from tfgpu_tui.cli import add_demo_gpus_option, interval_seconds
 
     parser = subparsers.add_parser(
         "gpus",
-        help="print GPUs, their processes and alerts (like gpustat)",
+        help=COMMAND_SUMMARIES["gpus"],
         description="Print every GPU, the processes holding it (and TensorFlow processes on the CPU) and "
         "the alerts, once or with --watch. Exits 1 when there is nothing to monitor (no driver).",
     )
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--demo", action="store_true", default=argparse.SUPPRESS, help="use the simulated GPUs (SIMULATED)"
     )
+    add_demo_gpus_option(parser, after_command=True)
     parser.add_argument(
         "--interval",
         type=interval_seconds,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.oversight import LogOversight, OversightState
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `log` subcommand."""
     parser = subparsers.add_parser(
         "log",
-        help="summarise a training log (Keras progress, errors, NaN, OOM)",
+        help=COMMAND_SUMMARIES["log"],
         description="Parse a Keras training log (verbose=1 or 2, Keras 2 or 3, or JsonLinesLogger output) "
         "and print its epochs, current state, problems, the process writing it and the newest checkpoint "
         "(next to the log and under the writer's working directory, or under --checkpoints DIR). "
@@ -177,7 +178,7 @@ def summary_text(run: TrainingRun, path: Path, around: OversightState | None = N
 def follow(watch: LogWatch, as_json: bool, oversight: LogOversight) -> int:
     """Print the state, then new epochs and problems as they appear, until Ctrl-C."""
     if watch.state.value == "waiting":
-        print(f"waiting for {watch.path} to appear ...", file=sys.stderr, flush=True)
+        wait_for_file(watch)
     around = oversight.update(watch)
     if as_json:
         print(json.dumps({"type": "state", **report_dict(watch, around)}), flush=True)
@@ -198,6 +199,16 @@ def follow(watch: LogWatch, as_json: bool, oversight: LogOversight) -> int:
                 seen_problems.add(problem.id)
                 emit("problem", problem.as_dict())
         time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def wait_for_file(watch: LogWatch) -> None:
+    """Say that the log does not exist yet, poll until it does, then say when it appeared (on stderr, so
+    --json's stdout stays JSON): nothing is summarised before there is a file."""
+    print(f"waiting for {watch.path} to appear ...", file=sys.stderr, flush=True)
+    while watch.state.value == "waiting":
+        time.sleep(FOLLOW_POLL_SECONDS)
+        watch.poll()
+    print(f"{watch.path} appeared at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
 
 
 def _json_emitter():

@@ -7,6 +7,7 @@ import json
 import sys
 
 from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `probe` subcommand."""
     parser = subparsers.add_parser(
         "probe",
-        help="find the largest batch size that fits in memory",
+        help=COMMAND_SUMMARIES["probe"],
         description="Train a few steps at several batch sizes, each in a fresh child process, to find the "
         "largest batch that fits in the memory budget.",
     )

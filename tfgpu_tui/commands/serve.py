@@ -27,6 +27,7 @@ from tfgpu_tui.cli import (
     settings_from_args,
     whole_in,
 )
+from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import Range, Settings
 from tfgpu_tui.web_server import TOKEN_ENV_VAR, DashboardServer, Token, is_loopback
@@ -149,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `serve` subcommand."""
     parser = subparsers.add_parser(
         "serve",
-        help="serve the dashboard to a web browser",
+        help=COMMAND_SUMMARIES["serve"],
         description="Serve the dashboard to a web browser (one dashboard per browser tab), behind a secret "
         f"token printed at start. Binds to {DEFAULT_HOST} by default: reach it through an SSH tunnel. "
         "Sessions run with least privilege (see docs/security.md).",
