@@ -70,11 +70,12 @@ def test_follow_json_streams_epochs_as_they_are_written(tmp_path):
     )
     try:
         assert "waiting for" in child.stderr.readline()
+        log.write_text("")  # nothing is printed on stdout before the file exists
+        assert f"{log} appeared at " in child.stderr.readline()
         assert json.loads(child.stdout.readline())["type"] == "state"
         log.write_text("Epoch 1/2\n10/10 - 1s - 5ms/step - loss: 0.5000 - val_loss: 0.6000\n")
-        events = [json.loads(child.stdout.readline()) for _ in range(2)]
-        assert events[0] == {"type": "file", "event": "opened", "path": str(log)}
-        assert events[1]["type"] == "epoch" and events[1]["metrics"] == {"loss": 0.5, "val_loss": 0.6}
+        event = json.loads(child.stdout.readline())
+        assert event["type"] == "epoch" and event["metrics"] == {"loss": 0.5, "val_loss": 0.6}
     finally:
         child.terminate()
         child.wait(timeout=5)
@@ -108,6 +109,7 @@ def test_json_names_the_writer_and_the_newest_checkpoint(tmp_path, capsys):
 def test_follow_text_prints_no_empty_fix_after_finished(tmp_path):
     """FINISHED has nothing to fix: its line ends with the message, not with an empty `fix:` (issue 24)."""
     log = tmp_path / "train.log"
+    log.write_text("")  # exists: the summary comes at once
     child = subprocess.Popen(
         [sys.executable, "-m", "tfgpu_tui", "log", "--follow", str(log)],
         stdout=subprocess.PIPE,
