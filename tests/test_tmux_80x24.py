@@ -118,3 +118,25 @@ def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
     # Quitting ends the program (the pane's command exits).
     terminal.press("q")
     wait_for(lambda: terminal.tmux("list-panes", "-a") == "", 15)
+
+
+def test_inherited_columns_and_lines_do_not_freeze_the_size(tmp_path: Path) -> None:
+    """A shell's exported COLUMNS/LINES (JupyterLab's terminal sets them) must not pin the app at 80x24:
+    after the window grows to 120x40 the footer (its quit key) is on the last row, not on row 24."""
+    env = dict(
+        os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), TERM="xterm-256color"
+    )
+    env.pop("NO_COLOR", None)
+    term = Terminal(["env", "COLUMNS=80", "LINES=24", sys.executable, "-m", "tfgpu_tui", "--demo"], env)
+    try:
+        term.wait_for("SIMULATED", "Processes")
+        term.tmux("resize-window", "-t", "app", "-x", "120", "-y", "40")
+        assert term.size() == (120, 40)
+
+        def refitted() -> bool:
+            lines = term.lines()
+            return len(lines) >= 40 and "quit" in lines[39].lower() and "quit" not in lines[23].lower()
+
+        wait_for(refitted, 15)
+    finally:
+        term.close()

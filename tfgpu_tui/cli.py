@@ -8,7 +8,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -289,6 +289,15 @@ def dashboard_refusal(args: argparse.Namespace) -> str | None:
     return refusal
 
 
+def forget_inherited_terminal_size(environ: MutableMapping[str, str]) -> None:
+    """Drop COLUMNS and LINES a shell exported (JupyterLab's terminal does) when the terminal driver will run:
+    Textual's Linux driver asks shutil.get_terminal_size, which prefers them to the terminal's real size, so
+    the app would never refit on a resize. A web session names its driver (TEXTUAL_DRIVER) and keeps them."""
+    if "TEXTUAL_DRIVER" not in environ:
+        environ.pop("COLUMNS", None)
+        environ.pop("LINES", None)
+
+
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
     gpu/sampler_start.py)."""
@@ -298,6 +307,7 @@ def run_app(settings: Settings) -> int:
     start.wait()
     from tfgpu_tui.ui.app import TfgpuApp
 
+    forget_inherited_terminal_size(os.environ)
     TfgpuApp(settings, sampler_start=start).run()
     return 0
 
