@@ -1,0 +1,23 @@
+"""prometheus/tfgpu-alerts.yml passes its promtool unit tests: each rule fires, and its near miss does not."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "prometheus"
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (Debian: prometheus)")
+def test_alert_rules_pass_promtool_unit_tests() -> None:
+    result = subprocess.run(
+        ["promtool", "test", "rules", "tfgpu-alerts.test.yml"],
+        cwd=RULES_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
