@@ -248,7 +248,7 @@ class BatchProbeTab(DashboardTab):
         """Copy `batch_size = N` to the clipboard."""
         if self.result is not None and self.result.snippet:
             self.app.copy_to_clipboard(self.result.snippet)
-            self.notify(f"Copied: {self.result.snippet}")
+            self.notify(f"Sent to the terminal's clipboard (OSC 52): {self.result.snippet}")
 
     @on(Button.Pressed, "#probe-start")
     def _start_pressed(self) -> None:

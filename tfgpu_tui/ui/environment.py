@@ -350,7 +350,7 @@ class EnvironmentTab(DashboardTab):
             self.notify("The selected finding has no fix to copy.", severity="warning")
             return
         self.app.copy_to_clipboard(finding.fix)
-        self.notify(_shorten(finding.fix, 200), title="Fix copied")
+        self.notify(_shorten(finding.fix, 200), title="Fix sent to the terminal's clipboard (OSC 52)")
 
     def action_save_report(self) -> None:
         """Write the whole report as Markdown to the working directory (the temp dir if that fails)."""
