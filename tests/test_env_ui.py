@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 from monitor_helpers import record_notifications
@@ -127,22 +126,13 @@ async def test_c_copies_the_selected_fix_which_a_short_fix_shows_on_one_line() -
         for _ in range(ids.index("cuda_libraries")):
             await pilot.press("down")
         fix = tab.report.findings[ids.index("cuda_libraries")].fix
-        said: list[str] = []
-        notify = app.notify
-
-        def recorded(message: str, **kw: Any) -> None:
-            said.append(f"{kw.get('title', '')}: {message}")
-            notify(message, **kw)
-
-        app.notify = recorded  # type: ignore[method-assign]
+        shown = record_notifications(app)
         await pilot.press("c")
         assert app.clipboard == fix
         # It cannot know the terminal honoured OSC 52: it says what it did, not "copied".
-        assert (
-            said
-            and "sent to the terminal's clipboard (OSC 52)" in said[-1]
-            and "copied" not in said[-1].lower()
-        )
+        title, message = shown[-1]
+        assert "sent to the terminal's clipboard (OSC 52)" in title
+        assert "copied" not in f"{title} {message}".lower()
         # The fix is drawn on one line of its own (no wrap inside a token), whole.
         await pilot.pause()
         widget = app.query_one("#env-fix", Static)
