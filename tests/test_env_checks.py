@@ -110,7 +110,7 @@ def test_cannot_dlopen_fallback_names_library_and_symlink_fix() -> None:
     fallback = found["gpus_visible"]
     assert fallback.status is Status.FAILURE
     assert "Silent CPU fallback" in fallback.detail
-    assert "missing: libcublas.so.12, libcudnn.so.8" in fallback.detail
+    assert "missing: libcudnn.so.8, libcublas.so.12" in fallback.detail  # the deciding library first
     assert "ln -svf ../nvidia/*/lib/*.so* ." in fallback.fix  # the libraries are there, TF 2.16 misses them
     assert found["log:CANNOT_DLOPEN_GPU_LIBS"].status is Status.WARNING
 

@@ -173,7 +173,7 @@ def _has(parent: object, key: object) -> bool:
 def test_checks_are_in_the_order_they_registered_with() -> None:
     orders = [item.order for item in CHECKS]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
-    assert REPORT_ORDER[:2] == ("driver", "python_env") and REPORT_ORDER[-1] == "persistence_mode"
+    assert REPORT_ORDER[:3] == ("driver", "libcuda", "python_env") and REPORT_ORDER[-1] == "persistence_mode"
     assert {item.id for item in CHECKS} == set(REGISTRY)
 
 
@@ -182,7 +182,7 @@ def test_a_new_check_is_one_decorated_function() -> None:
         return Verdict(Status.OK, "fine")
 
     try:
-        check("extra", "An extra check", order=15)(always_ok)
+        check("extra", "An extra check", order=17)(always_ok)
         ids = [item.id for item in report_order()]
         assert ids.index("driver") < ids.index("extra") < ids.index("python_env")
     finally:

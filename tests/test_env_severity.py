@@ -57,6 +57,14 @@ def _not_loaded(data: Data) -> None:
     )
 
 
+def _libcuda_missing(data: Data) -> None:
+    data["interpreter"].update(
+        libcuda_loaded=False, libcuda_path=None, libcuda_error="libcuda.so.1: cannot open", in_container=True
+    )
+    data["inspection"]["physical_gpus"] = []
+    data["inspection"]["logical_gpus"] = []
+
+
 def _system_python(data: Data) -> None:
     data["interpreter"]["kind"] = "system"
 
@@ -107,6 +115,7 @@ CASES: dict[str, Callable[[], Data]] = {
     "driver_lists_no_gpu": _changed("all_good", _no_devices),
     "driver_not_loaded": _changed("all_good", _not_loaded),
     "system_python": _changed("all_good", _system_python),
+    "libcuda_missing_in_container": _changed("all_good", _libcuda_missing),
     "interpreter_broken": _changed("all_good", _broken_interpreter),
     "cuda_visible_devices_empty": lambda: _fixture("cuda_visible_devices_empty"),
     "gpu_process_holding_memory": _changed("all_good", _processes),

@@ -321,12 +321,12 @@ def test_windows_without_the_nvidia_driver_gets_windows_advice():
         "W dso_loader.cc:64] Could not load dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found\n"
         "E cuda_driver.cc:271] failed call to cuInit: UNKNOWN ERROR (303)\n"
     )
-    assert set(run.problems) == {"WIN_NO_DRIVER_NVCUDA", "CUINIT_UNNAMED_ERROR"}
+    assert set(run.problems) == {"WIN_NO_DRIVER_NVCUDA", "CUINIT_303"}
     assert (
         "WSL2" in run.problems["WIN_NO_DRIVER_NVCUDA"].fix
         and "LD_LIBRARY_PATH" not in run.problems["WIN_NO_DRIVER_NVCUDA"].fix
     )
-    assert "SHARED_OBJECT_INIT_FAILED" in run.problems["CUINIT_UNNAMED_ERROR"].message
+    assert "SHARED_OBJECT_INIT_FAILED" in run.problems["CUINIT_303"].message
 
 
 def test_a_nan_loss_that_recovers_is_a_warning_not_the_end():

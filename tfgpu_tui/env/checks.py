@@ -45,16 +45,18 @@ def log_findings(facts: EnvFacts, inspection: InspectionResult | None) -> list[F
     findings = []
     for diagnosis in inspection.diagnoses if inspection is not None else ():
         expected = not facts.nvml.devices and diagnosis.signature.category in NO_GPU_EXPECTED
+        optional = diagnosis.severity is Severity.INFO  # e.g. TensorRT, which training does not need
         status = Status.FAILURE if diagnosis.severity is Severity.CRITICAL else Status.WARNING
+        note = " (expected on a machine without a GPU)" if expected else " (optional)" if optional else ""
         findings.append(
             Finding(
                 f"log:{diagnosis.id}",
-                Status.OK if expected else status,
+                Status.OK if expected or optional else status,
                 f"TensorFlow log: {diagnosis.id}",
-                diagnosis.line.strip()[:300] + (" (expected on a machine without a GPU)" if expected else ""),
+                diagnosis.line.strip()[:300] + note,
                 diagnosis.meaning,
-                "" if expected else diagnosis.fix,
-                informational=expected,
+                "" if expected or optional else diagnosis.fix,
+                informational=expected or optional,
             )
         )
     return findings

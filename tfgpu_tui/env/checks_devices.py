@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tfgpu_tui.alerts import Severity
 from tfgpu_tui.env.check_base import (
     Verdict,
     and_cuda_install,
@@ -14,11 +15,26 @@ from tfgpu_tui.env.check_base import (
     target_python,
     tensorflow_version,
 )
+from tfgpu_tui.env.checks_system import libcuda_fix, libcuda_missing_text
 from tfgpu_tui.env.diagnoses import Diagnosis
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult, PlacementStatus
 
+# The libraries TensorFlow loads before it registers a GPU, the one that decides the outcome first.
+DECIDING_LIBRARIES = (
+    "libcuda.",
+    "libcudart",
+    "libcudnn",
+    "libcublasLt",
+    "libcublas",
+    "libcufft",
+    "libcusolver",
+    "libcusparse",
+    "libnvJitLink",
+    "libcurand",
+    "libnccl",
+)
 # Which diagnosis best explains an empty GPU list, most specific first.
 FALLBACK_CAUSES = (
     "DSO_LOAD_FAIL",
@@ -60,6 +76,13 @@ def check_gpus_visible(facts: EnvFacts, inspection: InspectionResult | None) -> 
         return Verdict(Status.OK, f"TensorFlow sees {len(physical)} GPU(s): {names}.", why)
     if nvml_count == 0:
         return Verdict(Status.SKIPPED, "No NVIDIA GPU on this machine.", why)
+    if facts.interpreter.libcuda_loaded is False:  # the cause, whatever else the log says
+        return Verdict(
+            Status.FAILURE,
+            "Silent CPU fallback: " + libcuda_missing_text(facts),
+            why,
+            libcuda_fix(facts),
+        )
     cause = _fallback_cause(inspection)
     detail = f"Silent CPU fallback: NVML sees {nvml_count} GPU(s) but TensorFlow sees none."
     if cause is not None:
@@ -77,12 +100,33 @@ def check_gpus_visible(facts: EnvFacts, inspection: InspectionResult | None) -> 
 
 
 def _missing_libs(inspection: InspectionResult) -> list[str]:
-    return sorted({d.details["lib"] for d in inspection.log_matches if d.details.get("lib")})
+    """The libraries that failed to load, the one that decides the outcome first; TensorRT's left out."""
+    failed = {d.details["lib"] for d in inspection.log_matches if d.details.get("lib") and _decides(d)}
+    return sorted(failed, key=deciding_rank)
+
+
+def _decides(diagnosis: Diagnosis) -> bool:
+    """A problem that can cost the GPU (not information such as TensorRT not found)."""
+    return diagnosis.is_problem and diagnosis.severity is not Severity.INFO
+
+
+def deciding_rank(library: str) -> tuple[int, str]:
+    """Where a library stands in deciding whether TensorFlow registers a GPU: the driver's libcuda first,
+    then the CUDA runtime, cuDNN, cuBLAS..."""
+    rank = next((i for i, stem in enumerate(DECIDING_LIBRARIES) if library.startswith(stem)), 99)
+    return rank, library
 
 
 def _fallback_cause(inspection: InspectionResult) -> Diagnosis | None:
-    found = {diagnosis.id: diagnosis for diagnosis in reversed(diagnoses(inspection))}
-    return next((found[cause] for cause in FALLBACK_CAUSES if cause in found), None)
+    found = [diagnosis for diagnosis in diagnoses(inspection) if _decides(diagnosis)]
+    loads = sorted(
+        (diagnosis for diagnosis in found if diagnosis.id == "DSO_LOAD_FAIL"),
+        key=lambda diagnosis: deciding_rank(diagnosis.details.get("lib", "")),
+    )
+    if loads:
+        return loads[0]
+    by_id = {diagnosis.id: diagnosis for diagnosis in reversed(found)}
+    return next((by_id[cause] for cause in FALLBACK_CAUSES if cause in by_id), None)
 
 
 def _cause_fix(

@@ -37,6 +37,48 @@ def check_driver(facts: EnvFacts, inspection: InspectionResult | None) -> Verdic
     return Verdict(Status.OK, f"{text}; {gpu_count(facts)} GPU(s): {gpu_list(facts)}.", why)
 
 
+@check("libcuda", "Driver's CUDA library (libcuda.so.1)", order=15)
+def check_libcuda(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
+    why = (
+        "CUDA programs reach the GPU through libcuda.so.1, the driver's user-space part; NVML (what "
+        "nvidia-smi uses) is a different library, so it can list GPUs that CUDA cannot use."
+    )
+    interpreter = facts.interpreter
+    if interpreter.libcuda_loaded is None:
+        return Verdict(Status.SKIPPED, "Not checked (not Linux, or the interpreter could not be asked).", why)
+    if interpreter.libcuda_loaded:
+        return Verdict(Status.OK, f"libcuda.so.1 loads ({interpreter.libcuda_path or 'path unknown'}).", why)
+    if not facts.nvml.devices:
+        return Verdict(Status.SKIPPED, "libcuda.so.1 not found, and no GPU listed either.", why)
+    return Verdict(Status.FAILURE, libcuda_missing_text(facts), why, libcuda_fix(facts))
+
+
+def libcuda_missing_text(facts: EnvFacts) -> str:
+    """The cause, stated once: NVML sees GPUs but the driver's CUDA library is not here."""
+    where = "this container" if facts.interpreter.in_container else "this machine"
+    return (
+        f"NVML lists {gpu_count(facts)} GPU(s), but libcuda.so.1 cannot be loaded "
+        f"({facts.interpreter.libcuda_error or 'not found'}): the driver's CUDA library is not in {where}, "
+        "so no CUDA program (TensorFlow included) can use the GPU, whatever pip installs."
+    )
+
+
+def libcuda_fix(facts: EnvFacts) -> str:
+    """Mount the driver's CUDA library into the container, or install the driver's user-space part."""
+    if facts.interpreter.in_container:
+        return (
+            "Start the container with the compute capability: `docker run --gpus all ...` or "
+            "`-e NVIDIA_DRIVER_CAPABILITIES=compute,utility` (the NVIDIA container runtime mounts "
+            "libcuda.so.1 only with `compute`)."
+        )
+    driver = facts.nvml.driver.driver_version if facts.nvml.driver else None
+    major = driver.split(".")[0] if driver else "<driver major>"
+    return (
+        f"Install the driver's user-space libraries of the running driver{f' ({driver})' if driver else ''}: "
+        f"`sudo apt install libnvidia-compute-{major}` (Ubuntu/Debian), or reinstall the NVIDIA driver."
+    )
+
+
 @check("python_env", "Python environment", order=20)
 def check_python_env(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     interpreter = facts.interpreter

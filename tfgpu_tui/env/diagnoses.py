@@ -8,6 +8,7 @@ reading the shipped CSV once.
 from __future__ import annotations
 
 import csv
+import platform
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ SIGNATURES_FILE = "log_signatures.csv"
 # Category (a CSV column) -> how urgent a match is. Unknown categories count as warnings.
 CATEGORY_SEVERITY: dict[str, Severity] = {
     "oom": Severity.CRITICAL,
+    "host_oom": Severity.CRITICAL,
     "cudnn_init": Severity.CRITICAL,
     "arch_unsupported": Severity.CRITICAL,
     "version_mismatch": Severity.CRITICAL,
@@ -42,6 +44,7 @@ CATEGORY_SEVERITY: dict[str, Severity] = {
     "info": Severity.INFO,
     "noise": Severity.INFO,
     "optional_noise": Severity.INFO,
+    "optional": Severity.INFO,  # a real message about something training does not need (TensorRT)
 }
 # Categories that describe a healthy setup or harmless noise, not a problem.
 BENIGN_CATEGORIES = frozenset({"positive", "info", "noise", "optional_noise"})
@@ -112,6 +115,10 @@ class Diagnosis:
     @property
     def severity(self) -> Severity:
         return self.signature.severity
+
+    @property
+    def is_problem(self) -> bool:
+        return self.signature.is_problem
 
     @property
     def meaning(self) -> str:
@@ -197,6 +204,28 @@ def load_signatures() -> tuple[Signature, ...]:
     return load_signatures_file(DATA_DIR / SIGNATURES_FILE)
 
 
+# How cuInit error 303 (the driver's CUDA library could not initialise) is fixed on each platform.
+PLATFORM_FIXES = {
+    "Linux": "Check `nvidia-smi`: after a driver update reboot (the kernel module and libcuda must be the "
+    "same version); in a container start it with `--gpus all` (NVIDIA_DRIVER_CAPABILITIES=compute,utility); "
+    "without a driver install one (`sudo ubuntu-drivers install`).",
+    "WSL2": "Under WSL2 install the NVIDIA driver on Windows only (remove any Linux driver inside WSL: "
+    "`sudo apt remove --purge 'nvidia-*'` keeps /usr/lib/wsl/lib), then `wsl --update` and `wsl --shutdown`.",
+    "Windows": "Reinstall the NVIDIA driver for your GPU and reboot until `nvidia-smi` lists it.",
+}
+
+
+@lru_cache(maxsize=1)
+def platform_details() -> dict[str, str]:
+    """The platform this process runs on (Linux, WSL2 or Windows), with its cuInit-303 fix: the log is read
+    on the machine that trained, as the environment check runs on it."""
+    name = platform.system()
+    if name == "Linux" and "microsoft" in platform.release().lower():
+        name = "WSL2"
+    name = name if name in PLATFORM_FIXES else "Linux"
+    return {"platform": name, "platform_fix": PLATFORM_FIXES[name]}
+
+
 def diagnose_line(
     line: str,
     line_number: int | None = None,
@@ -218,6 +247,8 @@ def diagnose_line(
         match = signature.pattern.search(text)
         if match:
             details = {k: v for k, v in match.groupdict().items() if v is not None}
+            if "{platform" in signature.message + signature.fix:
+                details.update(platform_details())
             return Diagnosis(signature, text, line_number, details)
     return None
 

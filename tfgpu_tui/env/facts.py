@@ -86,6 +86,17 @@ libs = []
 for entry in sys.path:
     if os.path.isdir(os.path.join(entry, "nvidia")):
         libs.extend(sorted(glob.glob(os.path.join(entry, "nvidia", "*", "lib", "lib*.so*"))))
+libcuda = {"loaded": None, "path": None, "error": None}
+if sys.platform.startswith("linux"):
+    import ctypes
+    try:
+        ctypes.CDLL("libcuda.so.1")  # dlopen only: no cuInit, no GPU context
+        libcuda["loaded"] = True
+        with open("/proc/self/maps") as maps:
+            paths = [line.split()[-1] for line in maps if "libcuda.so" in line]
+        libcuda["path"] = paths[0] if paths else None
+    except OSError as error:
+        libcuda.update(loaded=False, error=str(error))
 try:
     spec = importlib.util.find_spec("tensorflow")
     tf_dir = os.path.dirname(spec.origin) if spec and spec.origin else None
@@ -101,6 +112,9 @@ print(json.dumps({
     "packages": packages,
     "pip_libraries": libs,
     "tensorflow_dir": tf_dir,
+    "libcuda": libcuda,
+    "container": any(os.path.exists(p) for p in ("/.dockerenv", "/run/.containerenv"))
+    or "KUBERNETES_SERVICE_HOST" in os.environ,
 }))
 """
 
@@ -135,6 +149,12 @@ class InterpreterFacts:
     packages: dict[str, str] = field(default_factory=dict)
     pip_libraries: list[LibraryFile] = field(default_factory=list)
     tensorflow_dir: str | None = None
+    # Whether the driver's CUDA library (libcuda.so.1) loads in the target interpreter (None: not Linux, or
+    # not asked), where it was found, or the loader's error.
+    libcuda_loaded: bool | None = None
+    libcuda_path: str | None = None
+    libcuda_error: str | None = None
+    in_container: bool | None = None  # /.dockerenv, /run/.containerenv or a Kubernetes pod
 
     @property
     def tensorflow_distributions(self) -> dict[str, str]:
@@ -253,6 +273,10 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
         packages=dict(data.get("packages") or {}),
         pip_libraries=_libraries(list(data.get("pip_libraries") or []), "pip"),
         tensorflow_dir=data.get("tensorflow_dir"),
+        libcuda_loaded=(data.get("libcuda") or {}).get("loaded"),
+        libcuda_path=(data.get("libcuda") or {}).get("path"),
+        libcuda_error=(data.get("libcuda") or {}).get("error"),
+        in_container=data.get("container"),
     )
 
 

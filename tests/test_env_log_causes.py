@@ -1,0 +1,122 @@
+"""Causes from TensorFlow's log, stated right: TensorRT is information, a loader failure is named by the
+library that decides, a host OOM is a host-memory problem, cuInit 303 is explained for the platform, and a
+missing libcuda.so.1 is the cause when NVML sees GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tfgpu_tui.alerts import Severity
+from tfgpu_tui.env import diagnoses
+from tfgpu_tui.env.checks import evaluate
+from tfgpu_tui.env.checks_devices import deciding_rank
+from tfgpu_tui.env.diagnoses import diagnose_line, diagnose_text
+from tfgpu_tui.env.findings import Status
+from tfgpu_tui.env.recorded import load_recording
+from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
+
+FIXTURES = Path(__file__).parent / "fixtures" / "env"
+TRT = (
+    "W0000 00:00:1744212707.1 14 dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.8'; "
+    "dlerror: libnvinfer.so.8: cannot open shared object file: No such file or directory"
+)
+CUDNN = (
+    "W0000 00:00:1744212707.2 14 dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.9'; "
+    "dlerror: libcudnn.so.9: cannot open shared object file: No such file or directory"
+)
+FALLBACK = (
+    "W0000 00:00:1744212707.3 14 gpu_device.cc:2341] Cannot dlopen some GPU libraries. Please make sure"
+)
+HOST_OOM = (
+    "ResourceExhaustedError: OOM when allocating tensor with shape[60000,28,28,64] and type float on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu"
+)
+GPU_OOM = (
+    "ResourceExhaustedError: OOM when allocating tensor with shape[32,1024,64,64] and type float on "
+    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+)
+
+
+def test_tensorrt_missing_is_information() -> None:
+    found = diagnose_line(TRT)
+    assert found is not None and found.id == "DSO_LOAD_FAIL_TENSORRT" and found.severity is Severity.INFO
+    for line in (
+        "W py_utils.cc:38] TF-TRT Warning: Could not find TensorRT",
+        "Cannot dlopen some TensorRT libraries.",
+    ):
+        match = diagnose_line(line)
+        assert match is not None and match.severity is Severity.INFO, line
+
+
+def test_a_fallback_is_named_by_the_deciding_library_not_tensorrt() -> None:
+    facts, recorded = load_recording(FIXTURES / "cannot_dlopen.json")
+    data = dict(recorded.outcome.data or {}, physical_gpus=[], logical_gpus=[])
+    run = InspectionRun(InspectionOutcome(None, "", data, "\n".join([TRT, CUDNN, FALLBACK]), 5.0, 0))
+    found = {finding.id: finding for finding in evaluate(facts, run)}
+    fallback = found["gpus_visible"]
+    assert fallback.status is Status.FAILURE
+    assert fallback.detail.endswith("(missing: libcudnn.so.9)")  # not libnvinfer (TensorRT)
+    trt = found["log:DSO_LOAD_FAIL_TENSORRT"]
+    assert trt.status is Status.OK and trt.informational and not trt.fix
+
+
+def test_deciding_order() -> None:
+    libraries = ["libnvinfer.so.8", "libcublas.so.12", "libcudnn.so.9", "libcudart.so.12", "libcuda.so.1"]
+    assert sorted(libraries, key=deciding_rank) == [
+        "libcuda.so.1",
+        "libcudart.so.12",
+        "libcudnn.so.9",
+        "libcublas.so.12",
+        "libnvinfer.so.8",
+    ]
+
+
+def test_host_oom_is_host_memory_with_host_fixes() -> None:
+    host, gpu = diagnose_line(HOST_OOM), diagnose_line(GPU_OOM)
+    assert host is not None and host.id == "HOST_OOM_TENSOR" and host.title == "Out of host memory"
+    assert "shuffle" in host.fix and "cache(" in host.fix and "RAM" in host.fix and "probe" not in host.fix
+    assert "CPU:0" in host.message and "allocator cpu" in host.message
+    assert gpu is not None and gpu.id == "OOM_TENSOR" and "probe" in gpu.fix
+
+
+@pytest.mark.parametrize(
+    ("system", "release", "words"),
+    [
+        ("Linux", "6.8.0-45-generic", "reboot"),
+        ("Linux", "5.15.153.1-microsoft-standard-WSL2", "wsl --update"),
+        ("Windows", "10", "Reinstall the NVIDIA driver"),
+    ],
+)
+def test_cuinit_303_is_explained_for_the_platform(
+    monkeypatch: pytest.MonkeyPatch, system: str, release: str, words: str
+) -> None:
+    monkeypatch.setattr(diagnoses.platform, "system", lambda: system)
+    monkeypatch.setattr(diagnoses.platform, "release", lambda: release)
+    diagnoses.platform_details.cache_clear()
+    try:
+        [found] = diagnose_text("E cuda_driver.cc:271] failed call to cuInit: UNKNOWN ERROR (303)")
+    finally:
+        diagnoses.platform_details.cache_clear()
+    assert found.id == "CUINIT_303" and words in found.fix and "{" not in found.fix + found.message
+
+
+def test_libcuda_missing_is_the_cause_with_the_container_fix() -> None:
+    facts, recorded = load_recording(FIXTURES / "cannot_dlopen.json")
+    interpreter = dataclasses.replace(
+        facts.interpreter, libcuda_loaded=False, libcuda_error="libcuda.so.1: cannot open", in_container=True
+    )
+    facts = dataclasses.replace(facts, interpreter=interpreter)
+    found = {finding.id: finding for finding in evaluate(facts, recorded)}
+    for check_id in ("libcuda", "gpus_visible"):
+        assert found[check_id].status is Status.FAILURE
+        assert "libcuda.so.1 cannot be loaded" in found[check_id].detail
+        assert (
+            "--gpus all" in found[check_id].fix
+            and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in found[check_id].fix
+        )
+    machine = dataclasses.replace(facts, interpreter=dataclasses.replace(interpreter, in_container=False))
+    fix = {finding.id: finding for finding in evaluate(machine, recorded)}["libcuda"].fix
+    assert "libnvidia-compute-" in fix
