@@ -20,7 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -152,10 +152,14 @@ def unique_environments(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def picker_candidates(
-    own_python: str = sys.executable, environ: Mapping[str, str] | None = None, home: str | None = None
+    own_python: str = sys.executable,
+    environ: Mapping[str, str] | None = None,
+    home: str | None = None,
+    running: Callable[[], list[Candidate]] | None = None,
 ) -> list[Candidate]:
     """What the `p` picker lists: `find_candidates`, then every environment found under the home directory
-    and the interpreters of this user's running Python processes, each once."""
+    and the interpreters of this user's running Python processes (``running``, default `python_processes`),
+    each once."""
     env = os.environ if environ is None else environ
     home = os.path.expanduser("~") if home is None else home
     found = [
@@ -163,7 +167,9 @@ def picker_candidates(
         for prefix, source in environment_prefixes(home, env)
         if (python := _prefix_python(prefix)) is not None
     ]
-    return unique_environments(find_candidates(own_python, env) + found + python_processes())
+    return unique_environments(
+        find_candidates(own_python, env) + found + (python_processes if running is None else running)()
+    )
 
 
 def environment_prefixes(home: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
