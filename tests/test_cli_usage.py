@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,13 +67,27 @@ def test_demo_gpus_is_accepted_before_and_after_the_subcommand(argv: list[str]) 
     assert len(json.loads(result.stdout)["devices"]) == 3
 
 
-def read_line(stream, what: str) -> str:  # type: ignore[no-untyped-def]
-    """The next line of `stream`, failing (not hanging) when none comes."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        if not selector.select(HANG_GUARD_SECONDS):
+class LineReader:
+    """Lines of a child's text stream, read by a thread so that none is lost in Python's buffer.
+
+    A selector on the descriptor would miss lines that one `readline` already pulled into the
+    stream's buffer (on a loaded machine the child's lines arrive in one chunk).
+    """
+
+    def __init__(self, stream) -> None:  # type: ignore[no-untyped-def]
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream) -> None:  # type: ignore[no-untyped-def]
+        for line in stream:
+            self.lines.put(line)
+
+    def next(self, what: str) -> str:
+        """The next line, failing (not hanging) when none comes."""
+        try:
+            return self.lines.get(timeout=HANG_GUARD_SECONDS)
+        except queue.Empty:
             pytest.fail(f"no {what}")
-    return stream.readline()
 
 
 def test_log_follow_waits_for_a_missing_file_and_summarises_only_the_file_that_appeared(
@@ -86,15 +101,16 @@ def test_log_follow_waits_for_a_missing_file_and_summarises_only_the_file_that_a
         text=True,
         env={**os.environ, "TFGPU_TUI_CONFIG": os.devnull},
     )
+    stdout, stderr = LineReader(process.stdout), LineReader(process.stderr)
     try:
-        assert "waiting for" in read_line(process.stderr, "waiting line")
+        assert "waiting for" in stderr.next("waiting line")
         log.write_text("Epoch 1/3\n10/10 [==============================] - 1s 100ms/step - loss: 0.5000\n")
-        assert f"{log} appeared at " in read_line(process.stderr, "appeared line")
-        summary = [read_line(process.stdout, "summary") for _ in range(2)]
+        assert f"{log} appeared at " in stderr.next("appeared line")
+        summary = [stdout.next("summary") for _ in range(2)]
         assert summary[0].strip() == str(log)
         rest = ""
         while "Problems" not in rest:
-            rest += read_line(process.stdout, "summary")
+            rest += stdout.next("summary")
         assert "loss" in rest  # the file's epoch: the summary is of the file that appeared
     finally:
         process.kill()
