@@ -12,6 +12,14 @@ from pathlib import Path
 import pytest
 
 from tfgpu_tui.gpu import processes
+from tfgpu_tui.gpu.host_facts import (
+    ProcessIdentity,
+    ProcessStat,
+    PsutilFacts,
+    cpu_percent_between,
+    take_baseline,
+    tensorflow_loaded,
+)
 from tfgpu_tui.gpu.jupyter import (
     NO_SERVER,
     TOKEN_UNREADABLE,
@@ -21,8 +29,7 @@ from tfgpu_tui.gpu.jupyter import (
 )
 from tfgpu_tui.gpu.kernel_argv import kernel_from_cmdline
 from tfgpu_tui.gpu.model import HostState
-from tfgpu_tui.gpu.proc_stat import cpu_percent_between, host_cpu_times, take_baseline
-from tfgpu_tui.gpu.processes import HostInspector, read_stat, tensorflow_loaded
+from tfgpu_tui.gpu.processes import HostInspector
 from tfgpu_tui.gpu.source import GpuProcess
 
 SLEEPER = "import time, sys; print('ready', flush=True); time.sleep(60)"
@@ -49,14 +56,80 @@ def children():
         process.wait()
 
 
-def test_read_stat_of_self_and_of_nothing() -> None:
-    stat = read_stat(os.getpid())
-    assert stat is not None and stat.state in "RS" and stat.rss_pages > 0 and stat.start_ticks > 0
-    assert read_stat(4_194_301) is None
+class FakeFacts:
+    """A host made of dataclasses: what each process is, and a log of what was read."""
+
+    def __init__(self) -> None:
+        self.stats: dict[int, ProcessStat] = {}
+        self.identities: dict[int, ProcessIdentity | Exception] = {}
+        self.tensorflow: dict[int, bool | None] = {}
+        self.read: list[tuple[str, int]] = []
+
+    def add(self, pid: int, name: str, tensorflow: bool = False, cmdline: list[str] | None = None) -> None:
+        self.stats[pid] = ProcessStat(False, 1000.0 + pid, 1.0, 50.0, 1)
+        self.identities[pid] = ProcessIdentity(1000, "ann", cmdline or [name, "job.py"], name, b"")
+        self.tensorflow[pid] = tensorflow
+
+    def pids(self) -> list[int]:
+        return sorted(self.stats)
+
+    def stat(self, pid: int) -> ProcessStat | None:
+        self.read.append(("stat", pid))
+        return self.stats.get(pid)
+
+    def identity(self, pid: int) -> ProcessIdentity:
+        self.read.append(("identity", pid))
+        found = self.identities.get(pid, ProcessLookupError(pid))
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def name(self, pid: int) -> str | None:
+        self.read.append(("name", pid))
+        found = self.identities.get(pid)
+        return found.name if isinstance(found, ProcessIdentity) else None
+
+    def tensorflow_loaded(self, pid: int) -> bool | None:
+        self.read.append(("maps", pid))
+        return self.tensorflow.get(pid)
+
+    def host_cpu_times(self) -> tuple[float, float]:
+        return 10.0, 100.0
+
+    def host_memory(self) -> tuple[int, int]:
+        return 16 * 2**30, 8 * 2**30
+
+    def count(self, what: str, pid: int) -> int:
+        return self.read.count((what, pid))
 
 
-def test_tensorflow_loaded_reads_the_maps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(processes, "PROC", str(tmp_path))
+def test_psutil_facts_of_self_and_of_nothing() -> None:
+    facts = PsutilFacts()
+    stat = facts.stat(os.getpid())
+    assert stat is not None and not stat.zombie and stat.rss_mib > 1 and stat.create_time > 0
+    assert stat.parent_pid == os.getppid()
+    assert facts.stat(4_194_301) is None and facts.name(4_194_301) is None
+    with pytest.raises(ProcessLookupError):
+        facts.identity(4_194_301)
+    me = facts.identity(os.getpid())
+    assert me.uid == os.getuid() and me.cmdline and me.environ is not None
+
+
+def test_psutil_facts_keep_an_odd_argv_and_name_kernel_threads() -> None:
+    argv = [sys.executable, "-c", SLEEPER, "two words", "", os.fsdecode(b"caf\xe9")]
+    child = start(argv)
+    try:
+        assert PsutilFacts().identity(child.pid).cmdline == argv
+    finally:
+        child.kill()
+        child.wait()
+    if PsutilFacts().stat(2) is None:
+        pytest.skip("PID 2 is not visible here (a PID namespace)")
+    kthreadd = PsutilFacts().identity(2)  # a kernel thread: no argv, a name
+    assert kthreadd.cmdline == [] and kthreadd.name
+
+
+def test_tensorflow_loaded_reads_the_maps(tmp_path: Path) -> None:
     (tmp_path / "5").mkdir()
     filler = b"7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n" * 3000  # crosses the 64 KiB read size
     (tmp_path / "5" / "maps").write_bytes(
@@ -64,9 +137,9 @@ def test_tensorflow_loaded_reads_the_maps(tmp_path: Path, monkeypatch: pytest.Mo
     )
     (tmp_path / "6").mkdir()
     (tmp_path / "6" / "maps").write_bytes(filler)
-    assert tensorflow_loaded(5) is True
-    assert tensorflow_loaded(6) is False
-    assert tensorflow_loaded(7) is None
+    assert tensorflow_loaded(5, str(tmp_path)) is True
+    assert tensorflow_loaded(6, str(tmp_path)) is False
+    assert tensorflow_loaded(7, str(tmp_path)) is None
 
 
 def test_describe_a_real_process(children: list) -> None:
@@ -98,19 +171,18 @@ def test_a_baseline_gives_the_first_reading_its_cpu_percent(children: list) -> N
     busy = start([sys.executable, "-c", BUSY])
     children.append(busy)
     baseline = take_baseline()
-    stat = read_stat(busy.pid)
-    assert stat is not None and baseline.since(busy.pid, stat.start_ticks) is not None
-    assert baseline.since(busy.pid, stat.start_ticks + 1) is None  # another process under a reused PID
+    stat = PsutilFacts().stat(busy.pid)
+    assert stat is not None and baseline.since(busy.pid, stat.create_time) is not None
+    assert baseline.since(busy.pid, stat.create_time + 1) is None  # another process under a reused PID
     from waiting import wait_for
 
-    from tfgpu_tui.gpu.proc_stat import CLOCK_TICKS
     from tfgpu_tui.gpu.processes import MIN_CPU_WINDOW_SECONDS
 
-    at_baseline, used = baseline.since(busy.pid, stat.start_ticks), max(1, CLOCK_TICKS // 10)
+    at_baseline, used = baseline.since(busy.pid, stat.create_time), 0.1
 
     def busy_since_baseline() -> bool:  # 0.1 s of CPU, over at least the shortest CPU window
-        now = read_stat(busy.pid)
-        spent = now is not None and now.cpu_ticks - at_baseline >= used
+        now = PsutilFacts().stat(busy.pid)
+        spent = now is not None and now.cpu_seconds - at_baseline >= used
         return spent and time.time() - baseline.taken >= MIN_CPU_WINDOW_SECONDS
 
     # polled for, not a fixed 0.3 s sleep assuming the busy loop got a fifth of a core on a loaded machine
@@ -119,7 +191,7 @@ def test_a_baseline_gives_the_first_reading_its_cpu_percent(children: list) -> N
     row = seeded.describe([GpuProcess(busy.pid, 0, 64.0, 0.0)])[0]
     window = time.time() - baseline.taken  # at least the window the reading measured
     # the first reading counts what the busy loop used since the baseline (a lower bound; load only lowers it)
-    assert row.cpu_percent is not None and row.cpu_percent >= 100 * used / CLOCK_TICKS / window - 0.1
+    assert row.cpu_percent is not None and row.cpu_percent >= 100 * used / window - 0.1
     assert (
         HostInspector(background=False).describe([GpuProcess(busy.pid, 0, 64.0, 0.0)])[0].cpu_percent is None
     )
@@ -128,8 +200,11 @@ def test_a_baseline_gives_the_first_reading_its_cpu_percent(children: list) -> N
 def test_host_cpu_percent_between_readings() -> None:
     assert cpu_percent_between((10.0, 100.0), (15.0, 110.0)) == 50.0
     assert cpu_percent_between((10.0, 100.0), (10.0, 100.0)) == 0.0  # no time passed: nothing to divide
-    busy, total = host_cpu_times()
+    busy, total = PsutilFacts().host_cpu_times()
     assert 0 <= busy <= total
+    inspector = HostInspector(background=False, own_namespace=False, facts=FakeFacts())
+    stats = inspector.stats()
+    assert stats is not None and stats.memory_total_mib == 16 * 1024 and stats.memory_used_mib == 8 * 1024
 
 
 def test_zombie_and_vanished_processes_keep_their_rows(
@@ -171,19 +246,25 @@ class _NoGpu:
         pass
 
 
-def test_unreadable_process_is_marked_no_permission(children: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    child = subprocess.Popen(["sleep", "60"])
-    children.append(child)
-    real_open = open
-
-    def denied(path: object, *args: object, **kwargs: object) -> object:
-        if str(path) == f"/proc/{child.pid}/status":  # as under a hidepid=2 /proc
-            raise PermissionError(13, "Permission denied", path)
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr("builtins.open", denied)
-    row = HostInspector(background=False).describe([GpuProcess(child.pid, 0, 64.0, 0.0)])[0]
+def test_unreadable_process_is_marked_no_permission() -> None:
+    facts = FakeFacts()
+    facts.add(40, "python")
+    facts.identities[40] = PermissionError(13, "Permission denied")  # as under a hidepid=2 /proc
+    inspector = HostInspector(background=False, own_namespace=False, facts=facts)
+    row = inspector.describe([GpuProcess(40, 0, 64.0, 0.0)])[0]
     assert row.host_state is HostState.NO_PERMISSION and row.gpu_memory_mib == 64.0 and row.command is None
+
+
+def test_a_reused_pid_is_described_afresh() -> None:
+    facts = FakeFacts()
+    facts.add(40, "python", cmdline=["python", "train.py"])
+    inspector = HostInspector(background=False, own_namespace=False, facts=facts)
+    assert inspector.describe([GpuProcess(40, 0, 64.0, 0.0)])[0].command == "python train.py"
+    facts.add(40, "python", cmdline=["python", "other.py"])  # same create time: the cached identity holds
+    assert inspector.describe([GpuProcess(40, 0, 64.0, 0.0)])[0].command == "python train.py"
+    facts.stats[40] = ProcessStat(False, 5000.0, 0.0, 10.0, 1)  # another process under the same PID
+    row = inspector.describe([GpuProcess(40, 0, 64.0, 0.0)])[0]
+    assert row.command == "python other.py" and row.create_time == 5000.0 and row.cpu_percent is None
 
 
 def test_cpu_tensorflow_processes_are_found(children: list, tmp_path: Path) -> None:
@@ -301,15 +382,15 @@ def test_token_not_readable_as_another_user(tmp_path: Path) -> None:
     assert done.stdout.strip() == TOKEN_UNREADABLE
 
 
-def test_describing_processes_loads_neither_psutil_nor_the_jupyter_client() -> None:
-    """The first frame stays light (issue 14): psutil loads for a kill, the Jupyter lookup for a kernel."""
+def test_describing_processes_does_not_load_the_jupyter_client() -> None:
+    """The first frame stays light: the Jupyter lookup loads with the first kernel seen."""
     code = (
         "import os, sys; from tfgpu_tui.gpu.processes import HostInspector; "
         "from tfgpu_tui.gpu.source import GpuProcess; "
         "inspector = HostInspector(background=False); "
         "row = inspector.describe([GpuProcess(os.getpid(), 0, 1.0, 0.0)])[0]; inspector.stats(); "
         "assert row.command and row.user and row.create_time, row; "
-        "print(sorted(m for m in ('psutil', 'tfgpu_tui.gpu.jupyter', 'json') if m in sys.modules))"
+        "print(sorted(m for m in ('tfgpu_tui.gpu.jupyter', 'urllib.request') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -325,45 +406,40 @@ def test_describing_processes_loads_neither_psutil_nor_the_jupyter_client() -> N
         sleeper.wait()
 
 
-def test_tensorflow_is_rechecked_often_only_in_python_gpu_processes(
-    children: list, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_tensorflow_is_rechecked_often_only_in_python_gpu_processes() -> None:
     """A Python process may import TensorFlow any moment; a CUDA binary has its libraries loaded."""
-    binary = subprocess.Popen(["sleep", "60"])
-    python = start([sys.executable, "-c", SLEEPER])
-    children += [binary, python]
-    checked: list[int] = []
-    monkeypatch.setattr(processes, "tensorflow_loaded", lambda pid: checked.append(pid) or False)
+    facts = FakeFacts()
+    facts.add(10, "train_cuda", cmdline=["/opt/bin/train_cuda"])
+    facts.add(11, "python3")
     now = [1000.0]
-    inspector = HostInspector(background=False, clock=lambda: now[0])
-    monkeypatch.setattr(inspector, "_cpu_pids", list)  # only the GPU rows' checks are counted
-    gpu = [GpuProcess(binary.pid, 0, 64.0, 0.0), GpuProcess(python.pid, 0, 64.0, 0.0)]
-    for _ in range(7):  # 0 s, 5 s, ... 30 s
-        inspector.describe(gpu)
+    inspector = HostInspector(background=False, clock=lambda: now[0], own_namespace=False, facts=facts)
+    gpu = [GpuProcess(10, 0, 64.0, 0.0), GpuProcess(11, 0, 64.0, 0.0)]
+    seen_at: dict[int, float] = {}
+    for _ in range(7):  # 0 s, 5 s, ... 30 s; both load TensorFlow after the first reading
+        for row in inspector.describe(gpu):
+            if row.tensorflow_loaded:
+                seen_at.setdefault(row.pid, now[0] - 1000.0)
+        facts.tensorflow = {10: True, 11: True}
         now[0] += 5.0
-    assert checked.count(python.pid) == 4  # at 0, 10, 20 and 30 s
-    assert checked.count(binary.pid) == 2  # at 0 and 30 s
+    assert seen_at == {11: 10.0, 10: 30.0}  # rechecked after 10 s (Python), after 30 s (not Python)
 
 
-def test_the_cpu_scan_reads_a_process_that_is_not_python_by_its_name_alone(
-    children: list, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_cpu_scan_reads_a_process_that_is_not_python_by_its_name_alone() -> None:
     """Every process on the host is scanned: one that is not Python costs one read of its name, rechecked
     after OTHER_RECHECK_SECONDS; a Python one without TensorFlow has its stat and maps read every
-    TF_RECHECK_SECONDS."""
-    binary = subprocess.Popen(["sleep", "60"])
-    python = start([sys.executable, "-c", SLEEPER])
-    children += [binary, python]
-    stats: list[int] = []
-    real_read_stat = processes.read_stat
-    monkeypatch.setattr(processes, "read_stat", lambda pid: stats.append(pid) or real_read_stat(pid))
+    TF_RECHECK_SECONDS; one with TensorFlow is listed."""
+    facts = FakeFacts()
+    facts.add(20, "sleep")
+    facts.add(21, "python3")
+    facts.add(22, "python3", tensorflow=True)
     now = [1000.0]
-    inspector = HostInspector(background=False, clock=lambda: now[0])
+    inspector = HostInspector(background=False, clock=lambda: now[0], own_namespace=False, facts=facts)
     for _ in range(3):  # at 0, 2 and 4 s
-        assert python.pid not in inspector._scan_cpu_tensorflow()
+        assert [row.pid for row in inspector.cpu_tensorflow(set())] == [22]
         now[0] += processes.TF_RECHECK_SECONDS
-    assert binary.pid not in stats and stats.count(python.pid) == 3
-    assert inspector._scan_known[binary.pid][1] is False
+    assert facts.count("name", 20) == 1 and facts.count("stat", 20) == 0
+    assert facts.count("maps", 21) == 3
     now[0] += processes.OTHER_RECHECK_SECONDS
-    inspector._scan_cpu_tensorflow()
-    assert binary.pid not in stats and inspector._scan_known[binary.pid][1] is False
+    inspector.cpu_tensorflow(set())
+    assert facts.count("name", 20) == 2 and facts.count("stat", 20) == 0
+    assert inspector.cpu_tensorflow({22}) == []

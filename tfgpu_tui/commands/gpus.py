@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.durations import idle_text, running_text
-from tfgpu_tui.gpu.proc_stat import CpuBaseline, take_baseline
+from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window

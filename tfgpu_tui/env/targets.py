@@ -101,7 +101,7 @@ def other_pids(own_pid: int | None = None) -> list[int]:
 
 def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
     """(PID, short command) of Python processes with TensorFlow loaded, tfgpu-tui's own children left out."""
-    from tfgpu_tui.gpu.processes import read_environ, tensorflow_loaded
+    from tfgpu_tui.gpu.host_facts import read_environ, tensorflow_loaded
 
     found: list[tuple[int, str]] = []
     for pid in other_pids(own_pid):
@@ -202,7 +202,7 @@ def _subdirs(*parts: str) -> list[str]:
 def python_processes(own_pid: int | None = None, uid: int | None = None) -> list[Candidate]:
     """The interpreters of this user's running Python processes (tfgpu-tui's own children left out): the
     path it was started as when absolute (a venv's bin/python), else its environment's, else its binary."""
-    from tfgpu_tui.gpu.processes import read_environ
+    from tfgpu_tui.gpu.host_facts import read_environ
 
     uid = os.getuid() if uid is None else uid
     found: list[Candidate] = []

@@ -1,10 +1,10 @@
 """Host details for GPU processes (user, command, CPU, memory, TensorFlow loaded?, Jupyter kernel), the
 TensorFlow processes running on the CPU, and the host's own CPU and memory.
 
-Per-PID details are cached by (pid, start time): the static parts (user, command line, Jupyter kernel, whether
-it is one of tfgpu-tui's own children) are read once; each refresh reads only ``/proc/PID/stat`` (and asks the
-cached Jupyter lookup for a kernel's state). The whole-host scan for TensorFlow on the CPU runs every
-CPU_SCAN_SECONDS, in the background for the app.
+Per-PID details are cached by (pid, create time): the static parts (user, command line, Jupyter kernel,
+whether it is one of tfgpu-tui's own children) are read once; each refresh reads only the changing ones (and
+asks the cached Jupyter lookup for a kernel's state). The whole-host scan for TensorFlow on the CPU runs every
+CPU_SCAN_SECONDS, in the background for the app. Every fact comes from a ``ProcessFacts`` (host_facts.py).
 """
 
 from __future__ import annotations
@@ -19,20 +19,15 @@ from typing import TYPE_CHECKING
 from tfgpu_tui.gpu import kill
 from tfgpu_tui.gpu.attribution import Attributed, attribute
 from tfgpu_tui.gpu.device_files import DeviceFileScanner, in_own_pid_namespace
+from tfgpu_tui.gpu.host_facts import (
+    CpuBaseline,
+    ProcessFacts,
+    ProcessStat,
+    PsutilFacts,
+    cpu_percent_between,
+)
 from tfgpu_tui.gpu.kernel_argv import kernel_connection_file
 from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
-from tfgpu_tui.gpu.proc_info import host_memory, read_info
-from tfgpu_tui.gpu.proc_stat import (
-    CLOCK_TICKS,
-    PROC,
-    CpuBaseline,
-    ProcStat,
-    cpu_percent_between,
-    host_cpu_times,
-    open_stat,
-    parse_stat,
-    read_stat,
-)
 from tfgpu_tui.gpu.refresh import Periodic
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome
 from tfgpu_tui.own_children import argv_is_child, environ_is_child
@@ -41,7 +36,6 @@ from tfgpu_tui.text_clean import clean_line
 if TYPE_CHECKING:
     from tfgpu_tui.gpu.jupyter import JupyterResolver
 
-TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
 TF_RECHECK_SECONDS = 2.0  # a process may import TensorFlow after it starts
 GPU_TF_RECHECK_SECONDS = 10.0  # a GPU process has usually loaded its framework before it holds a context
 CPU_SCAN_SECONDS = 1.5  # a CPU fallback is to be flagged within 5 s
@@ -51,33 +45,6 @@ OTHER_RECHECK_SECONDS = 30.0  # a process that is not Python: its comm changes o
 FULL_RESCAN_SECONDS = 5.0
 HIDDEN_GPUS = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 MIN_CPU_WINDOW_SECONDS = 0.2  # a PID on several GPUs is read more than once per refresh
-PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
-
-
-def tensorflow_loaded(pid: int) -> bool | None:
-    """Whether the process has a TensorFlow library mapped; None when its maps cannot be read."""
-    try:
-        with open(f"{PROC}/{pid}/maps", "rb") as handle:
-            tail = b""
-            while chunk := handle.read(1 << 16):
-                block = tail + chunk
-                if any(marker in block for marker in TF_MARKERS):
-                    return True
-                tail = block[-32:]
-    except (PermissionError, ProcessLookupError):
-        return None
-    except OSError:
-        return None
-    return False
-
-
-def read_environ(pid: int) -> bytes | None:
-    """The raw ``/proc/PID/environ`` (readable for one's own processes only); None when unreadable."""
-    try:
-        with open(f"{PROC}/{pid}/environ", "rb") as handle:
-            return handle.read(1 << 20)
-    except OSError:
-        return None
 
 
 def gpus_hidden(environ: bytes | None) -> bool:
@@ -88,10 +55,10 @@ def gpus_hidden(environ: bytes | None) -> bool:
     return False
 
 
-def host_stats(cpu_percent: float) -> HostStats | None:
+def host_stats(cpu_percent: float, facts: ProcessFacts) -> HostStats | None:
     """The host's CPU use (as given), core count, memory and load average."""
     try:
-        total, available = host_memory()
+        total, available = facts.host_memory()
         load = os.getloadavg() if hasattr(os, "getloadavg") else None
     except (OSError, ValueError, KeyError):
         return None
@@ -108,8 +75,14 @@ class HostUsage:
     """The host's CPU use since the previous reading (at least MIN_CPU_WINDOW_SECONDS before), and its
     memory; a one-shot's first reading is its CPU baseline."""
 
-    def __init__(self, clock: Callable[[], float] = time.time, baseline: CpuBaseline | None = None) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        baseline: CpuBaseline | None = None,
+        facts: ProcessFacts | None = None,
+    ) -> None:
         self._clock = clock
+        self._facts = facts or PsutilFacts()
         # (read at, busy and total CPU seconds then) and the last percentage worked out
         self._times = (baseline.taken, baseline.host) if baseline else (clock(), (0.0, 0.0))
         self._percent: float | None = None
@@ -118,41 +91,33 @@ class HostUsage:
         now = self._clock()
         if self._percent is None or now - self._times[0] >= MIN_CPU_WINDOW_SECONDS:
             try:
-                times = host_cpu_times()
+                times = self._facts.host_cpu_times()
             except (OSError, ValueError):
                 return None
             self._percent = cpu_percent_between(self._times[1], times)  # since boot at first
             self._times = (now, times)
-        return host_stats(self._percent)
+        return host_stats(self._percent, self._facts)
 
 
 @dataclass
 class _Known:
-    """Cached facts about one process, valid while its start time is unchanged."""
+    """Cached facts about one process, valid while its create time is unchanged."""
 
-    start_ticks: int
+    create_time: float
     state: HostState
     user: str | None = None
     uid: int | None = None
     command: str | None = None
-    create_time: float | None = None
     jupyter: JupyterKernel | None = None
     tensorflow: bool | None = None
     tf_checked: float = 0.0
     tf_recheck: float = GPU_TF_RECHECK_SECONDS  # a GPU process that is not Python: OTHER_RECHECK_SECONDS
-    last_ticks: int | None = None
+    last_cpu: float | None = None
     last_time: float | None = None
     cpu_percent: float | None = None
     cmdline: list[str] = field(default_factory=list)
-    stat_fd: int | None = None
     own_child: bool = False
     gpus_hidden: bool = False
-
-    def close(self) -> None:
-        """Release the descriptor on /proc/PID/stat."""
-        if self.stat_fd is not None:
-            os.close(self.stat_fd)
-            self.stat_fd = None
 
 
 class HostInspector:
@@ -164,11 +129,13 @@ class HostInspector:
         clock: Callable[[], float] = time.time,
         cpu_baseline: CpuBaseline | None = None,
         own_namespace: bool | None = None,
+        facts: ProcessFacts | None = None,
     ) -> None:
         self._clock = clock
+        self._facts = facts or PsutilFacts()
         # a one-shot's CPU window opens at its baseline, before most of the program has loaded
         self._baseline = cpu_baseline
-        self._host = HostUsage(clock, cpu_baseline)
+        self._host = HostUsage(clock, cpu_baseline, self._facts)
         self._known: dict[int, _Known] = {}
         self._background = background
         self._jupyter: JupyterResolver | None = None  # with the first kernel seen (it loads an HTTP client)
@@ -183,10 +150,10 @@ class HostInspector:
         # the first scan runs inline (the first frame lists TensorFlow on the CPU), then per `background`
         self._cpu_first: list[int] | None = None
         self._cpu_scan: Periodic[list[int] | None] = Periodic(
-            self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, None, background
+            self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, None, background, clock
         )
-        # pid -> (start ticks, TensorFlow loaded, checked at, recheck after)
-        self._scan_known: dict[int, tuple[int, bool | None, float, float]] = {}
+        # pid -> (create time, TensorFlow loaded, checked at, recheck after)
+        self._scan_known: dict[int, tuple[float, bool | None, float, float]] = {}
 
     @property
     def own_pid_namespace(self) -> bool:
@@ -194,31 +161,28 @@ class HostInspector:
         return self._own_namespace
 
     # -- per-process details --------------------------------------------------------------------------------
-    def _learn(self, pid: int, stat: ProcStat) -> _Known:
+    def _learn(self, pid: int, stat: ProcessStat) -> _Known:
         """Read the static details of a process seen for the first time."""
-        if stat.state == "Z":
-            return _Known(stat.start_ticks, HostState.ZOMBIE, command="<zombie: exited, not yet reaped>")
+        if stat.zombie:
+            return _Known(stat.create_time, HostState.ZOMBIE, command="<zombie: exited, not yet reaped>")
         try:
-            info = read_info(pid, stat.start_ticks)
+            info = self._facts.identity(pid)
         except ProcessLookupError:
-            return _Known(stat.start_ticks, HostState.NO_SUCH_PROCESS)
+            return _Known(stat.create_time, HostState.NO_SUCH_PROCESS)
         except (PermissionError, OSError, ValueError):
-            return _Known(stat.start_ticks, HostState.NO_PERMISSION)
+            return _Known(stat.create_time, HostState.NO_PERMISSION)
         cmdline = info.cmdline
         # Cleaned (text_clean.py): another process's argv or name must not drive our terminal.
         command = clean_line(" ".join(cmdline) if cmdline else f"[{info.name}]")
-        environ = read_environ(pid)
         known = _Known(
-            stat.start_ticks,
+            stat.create_time,
             HostState.OK,
             clean_line(info.user) if info.user is not None else str(info.uid),
             info.uid,
             command,
-            info.create_time,
             cmdline=cmdline,
-            stat_fd=open_stat(pid),
-            own_child=argv_is_child(cmdline) or environ_is_child(environ or b""),
-            gpus_hidden=gpus_hidden(environ),
+            own_child=argv_is_child(cmdline) or environ_is_child(info.environ or b""),
+            gpus_hidden=gpus_hidden(info.environ),
         )
         if not is_python(cmdline[0] if cmdline else info.name):  # a CUDA binary: its libraries are loaded
             known.tf_recheck = OTHER_RECHECK_SECONDS
@@ -237,43 +201,34 @@ class HostInspector:
         return self._jupyter.resolve(cmdline)
 
     def _row(self, pid: int, gpu_index: int | None, memory: float | None, sm: float | None) -> ProcessRow:
-        """A row for one process, from the cache plus one fresh read of ``/proc/PID/stat``."""
+        """A row for one process, from the cache plus one fresh read of what changes."""
         known = self._known.get(pid)
-        stat = None
-        if known is not None and known.stat_fd is not None:
-            try:
-                stat = parse_stat(os.pread(known.stat_fd, 2048, 0))
-            except (OSError, ValueError, IndexError):  # that process is gone; the PID may be someone else's
-                self._drop(pid)
-                known = None
+        stat = self._facts.stat(pid)
         if stat is None:
-            stat = read_stat(pid)
-        if stat is None:
-            self._drop(pid)
+            self._known.pop(pid, None)
             return ProcessRow(pid, gpu_index, memory, sm, HostState.NO_SUCH_PROCESS)
         if (
             known is None
-            or known.start_ticks != stat.start_ticks
-            or (stat.state == "Z") != (known.state is HostState.ZOMBIE)
+            or known.create_time != stat.create_time  # the PID is another process's now
+            or stat.zombie != (known.state is HostState.ZOMBIE)
         ):
-            self._drop(pid)
             known = self._learn(pid, stat)
             self._known[pid] = known
             if self._baseline is not None and known.state is HostState.OK:
-                ticks = self._baseline.since(pid, stat.start_ticks)
-                if ticks is not None:
-                    known.last_ticks, known.last_time = ticks, self._baseline.taken
+                seconds = self._baseline.since(pid, stat.create_time)
+                if seconds is not None:
+                    known.last_cpu, known.last_time = seconds, self._baseline.taken
         now = self._clock()
         if known.state is HostState.OK and (
             known.tensorflow is None or not known.tensorflow and now - known.tf_checked >= known.tf_recheck
         ):
-            known.tensorflow = tensorflow_loaded(pid)
+            known.tensorflow = self._facts.tensorflow_loaded(pid)
             known.tf_checked = now
         if known.last_time is None or now - known.last_time >= MIN_CPU_WINDOW_SECONDS:
-            if known.last_ticks is not None and known.last_time is not None:
-                cpu = 100.0 * (stat.cpu_ticks - known.last_ticks) / CLOCK_TICKS / (now - known.last_time)
+            if known.last_cpu is not None and known.last_time is not None:
+                cpu = 100.0 * (stat.cpu_seconds - known.last_cpu) / (now - known.last_time)
                 known.cpu_percent = round(max(cpu, 0.0), 1)
-            known.last_ticks, known.last_time = stat.cpu_ticks, now
+            known.last_cpu, known.last_time = stat.cpu_seconds, now
         if known.jupyter is not None and known.cmdline:  # cached lookup: state and last activity stay fresh
             known.jupyter = self._kernel(known.cmdline)
         return ProcessRow(
@@ -286,9 +241,9 @@ class HostInspector:
             uid=known.uid,
             command=known.command,
             cpu_percent=known.cpu_percent,
-            host_memory_mib=stat.rss_pages * PAGE_MIB,
-            running_seconds=None if known.create_time is None else max(0.0, now - known.create_time),
-            create_time=known.create_time,
+            host_memory_mib=stat.rss_mib,
+            running_seconds=max(0.0, now - known.create_time) if known.state is HostState.OK else None,
+            create_time=known.create_time if known.state is HostState.OK else None,
             tensorflow_loaded=known.tensorflow,
             jupyter=known.jupyter,
             parent_pid=stat.parent_pid or None,
@@ -375,42 +330,37 @@ class HostInspector:
         holders = self._scanner.scan().of_minor(minor)
         return [self._row(h.pid, gpu_index, None, None) for h in sorted(holders, key=lambda h: h.pid)]
 
-    def _drop(self, pid: int) -> None:
-        known = self._known.pop(pid, None)
-        if known is not None:
-            known.close()
-
     def _forget_except(self, pids: set[int]) -> None:
         for pid in [pid for pid in self._known if pid not in pids]:
-            self._drop(pid)
+            del self._known[pid]
 
     # -- TensorFlow on the CPU ------------------------------------------------------------------------------
     def _scan_cpu_tensorflow(self) -> list[int]:
         """PIDs of Python processes with TensorFlow loaded (all of them, GPU or not), cheaply re-scanned."""
         now = self._clock()
         found: list[int] = []
-        seen: dict[int, tuple[int, bool | None, float, float]] = {}
-        for name in os.listdir(PROC):
-            if not name.isdigit() or int(name) == self._self_pid:
+        seen: dict[int, tuple[float, bool | None, float, float]] = {}
+        for pid in self._facts.pids():
+            if pid == self._self_pid:
                 continue
-            pid = int(name)
             previous = self._scan_known.get(pid)
             if previous and previous[1] is False and now - previous[2] < previous[3]:
                 seen[pid] = previous  # no TensorFlow, not due for a recheck: its stat is not even read (CPU)
                 continue
             if previous is None or previous[1] is False:  # new, or due a recheck: its name first (one read)
-                python = _is_python_process(pid)
-                if not python:
-                    if python is False:  # not Python: its name changes only on exec
-                        seen[pid] = (0, False, now, OTHER_RECHECK_SECONDS)
+                name = self._facts.name(pid)
+                if name is None:
                     continue
-            stat = read_stat(pid)
-            if stat is None or stat.state == "Z":
+                if not is_python(name):  # not Python: its name changes only on exec
+                    seen[pid] = (0.0, False, now, OTHER_RECHECK_SECONDS)
+                    continue
+            stat = self._facts.stat(pid)
+            if stat is None or stat.zombie:
                 continue
-            if previous and previous[0] == stat.start_ticks and previous[1] is not False:
+            if previous and previous[0] == stat.create_time and previous[1] is not False:
                 seen[pid] = previous  # TensorFlow stays loaded; unreadable stays unreadable
             else:
-                seen[pid] = (stat.start_ticks, tensorflow_loaded(pid), now, TF_RECHECK_SECONDS)
+                seen[pid] = (stat.create_time, self._facts.tensorflow_loaded(pid), now, TF_RECHECK_SECONDS)
             if seen[pid][1]:
                 found.append(pid)
         self._scan_known = seen
@@ -467,19 +417,8 @@ class HostInspector:
         )
 
     def close(self) -> None:
-        """Drop the caches and their descriptors."""
-        for pid in list(self._known):
-            self._drop(pid)
-
-
-def _is_python_process(pid: int) -> bool | None:
-    """Whether the process is Python by its name (``comm``); None when it cannot be read (gone)."""
-    try:
-        with open(f"{PROC}/{pid}/comm", "rb") as handle:
-            comm = handle.read()
-    except OSError:
-        return None
-    return is_python(os.fsdecode(comm.rstrip(b"\n")))
+        """Drop the caches."""
+        self._known.clear()
 
 
 def is_python(name: str) -> bool:

@@ -1,0 +1,196 @@
+"""What the host says about its processes and itself, through psutil: the one place the inspector asks.
+
+``HostInspector`` receives a ``ProcessFacts``; the real one is ``PsutilFacts``, and tests hand it their own,
+so the inspector's logic runs without ``/proc``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import psutil
+
+PROC = "/proc"
+TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
+
+
+@dataclass(frozen=True)
+class ProcessStat:
+    """What changes while a process lives, read together at each refresh."""
+
+    zombie: bool
+    create_time: float  # seconds since the epoch; with the PID, the process's identity
+    cpu_seconds: float  # user + system
+    rss_mib: float
+    parent_pid: int
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """What does not change while a process lives (short of an exec)."""
+
+    uid: int
+    user: str | None  # None: the uid has no name here (a container's user, say)
+    cmdline: list[str]
+    name: str  # the kernel's name for it, for processes without argv
+    environ: bytes | None  # the raw environment; None: not readable (another user's process)
+
+
+class ProcessFacts(Protocol):
+    """The questions the inspector asks about the host."""
+
+    def pids(self) -> list[int]: ...
+
+    def stat(self, pid: int) -> ProcessStat | None:
+        """None when the process does not exist (here) or cannot be read."""
+        ...
+
+    def identity(self, pid: int) -> ProcessIdentity:
+        """Raises ProcessLookupError when it has gone, PermissionError when it may not be read."""
+        ...
+
+    def name(self, pid: int) -> str | None:
+        """None when it cannot be read (gone)."""
+        ...
+
+    def tensorflow_loaded(self, pid: int) -> bool | None: ...
+
+    def host_cpu_times(self) -> tuple[float, float]:
+        """The host's busy and total CPU seconds since boot."""
+        ...
+
+    def host_memory(self) -> tuple[int, int]:
+        """The host's total and available memory in bytes."""
+        ...
+
+
+def tensorflow_loaded(pid: int, proc: str = PROC) -> bool | None:
+    """Whether the process has a TensorFlow library mapped; None when its maps cannot be read. Its maps are
+    scanned for a marker (psutil's ``memory_maps`` parses ``smaps``, many times the cost)."""
+    try:
+        with open(f"{proc}/{pid}/maps", "rb") as handle:
+            tail = b""
+            while chunk := handle.read(1 << 16):
+                block = tail + chunk
+                if any(marker in block for marker in TF_MARKERS):
+                    return True
+                tail = block[-32:]
+    except OSError:
+        return None
+    return False
+
+
+def read_environ(pid: int) -> bytes | None:
+    """The raw ``/proc/PID/environ`` (readable for one's own processes only); None when unreadable. Kept raw
+    (psutil's ``environ()`` parses the same file) so that the child marker is matched exactly."""
+    try:
+        with open(f"{PROC}/{pid}/environ", "rb") as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return None
+
+
+class PsutilFacts:
+    """The real host, through psutil."""
+
+    def __init__(self) -> None:
+        self._users: dict[int, str | None] = {}
+
+    def pids(self) -> list[int]:
+        return psutil.pids()
+
+    def stat(self, pid: int) -> ProcessStat | None:
+        try:
+            # a new Process each time: its create time is read afresh, so a reused PID is a new identity
+            process = psutil.Process(pid)
+            with process.oneshot():
+                times = process.cpu_times()
+                return ProcessStat(
+                    process.status() == psutil.STATUS_ZOMBIE,
+                    process.create_time(),
+                    times.user + times.system,
+                    process.memory_info().rss / 2**20,
+                    process.ppid(),
+                )
+        except (psutil.Error, OSError):
+            return None
+
+    def identity(self, pid: int) -> ProcessIdentity:
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                uid = process.uids().real
+                try:
+                    cmdline = process.cmdline()
+                except psutil.AccessDenied:  # hidden by the kernel's settings: known by its name alone
+                    cmdline = []
+                name = process.name()
+        except psutil.NoSuchProcess:
+            raise ProcessLookupError(pid) from None
+        except psutil.AccessDenied:
+            raise PermissionError(pid) from None
+        return ProcessIdentity(uid, self._user(uid), cmdline, name, read_environ(pid))
+
+    def _user(self, uid: int) -> str | None:
+        """The login name of `uid` (the password database is read once per uid)."""
+        if uid not in self._users:
+            import pwd
+
+            try:
+                self._users[uid] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                self._users[uid] = None
+        return self._users[uid]
+
+    def name(self, pid: int) -> str | None:
+        try:
+            return psutil.Process(pid).name()
+        except (psutil.Error, OSError):
+            return None
+
+    def tensorflow_loaded(self, pid: int) -> bool | None:
+        return tensorflow_loaded(pid)
+
+    def host_cpu_times(self) -> tuple[float, float]:
+        # counted as psutil.cpu_percent counts them: guest time is inside user time; idle and iowait not busy
+        times = psutil.cpu_times()
+        total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+        idle = times.idle + getattr(times, "iowait", 0.0)
+        return total - idle, total
+
+    def host_memory(self) -> tuple[int, int]:
+        memory = psutil.virtual_memory()
+        return memory.total, memory.available
+
+
+@dataclass(frozen=True)
+class CpuBaseline:
+    """CPU time of every process at one moment: the start of a one-shot's CPU window."""
+
+    taken: float  # time.time() when read
+    seconds: dict[int, tuple[float, float]]  # pid -> (create time, CPU seconds)
+    host: tuple[float, float]  # the host's (busy, total) CPU seconds, see host_cpu_times
+
+    def since(self, pid: int, create_time: float) -> float | None:
+        """The CPU seconds `pid` had at the baseline, if it is still the same process (create time)."""
+        entry = self.seconds.get(pid)
+        return entry[1] if entry is not None and entry[0] == create_time else None
+
+
+def take_baseline(facts: ProcessFacts | None = None) -> CpuBaseline:
+    """Read the CPU time of every process now."""
+    facts = facts or PsutilFacts()
+    seconds: dict[int, tuple[float, float]] = {}
+    for pid in facts.pids():
+        stat = facts.stat(pid)
+        if stat is not None:
+            seconds[pid] = (stat.create_time, stat.cpu_seconds)
+    return CpuBaseline(time.time(), seconds, facts.host_cpu_times())
+
+
+def cpu_percent_between(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """The host's CPU % (of all cores) between two host_cpu_times readings."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return round(min(max(100.0 * busy / total, 0.0), 100.0), 1) if total > 0 else 0.0
