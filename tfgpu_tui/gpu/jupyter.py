@@ -39,6 +39,7 @@ class Session:
     execution_state: str | None
     last_activity: str | None
     server: str = ""
+    authenticated: bool = False  # asked with a token from the server's runtime file
 
 
 @dataclass
@@ -79,7 +80,7 @@ def server_files(runtime_dir: Path) -> list[Path]:
     return sorted(files, key=mtime, reverse=True)
 
 
-def _server_alive(info: dict) -> bool:
+def server_alive(info: dict) -> bool:
     """False for a runtime file left behind by a server that has exited (pid gone)."""
     pid = info.get("pid")
     if not isinstance(pid, int) or pid <= 0:
@@ -106,11 +107,13 @@ def server_base_url(info: dict) -> str | None:
     return url if url.endswith("/") else url + "/"
 
 
-def _get_json(url: str, token: str, timeout: float) -> object:
+def request_json(url: str, token: str, timeout: float, method: str = "GET") -> object:
+    """One request to a loopback Jupyter server (never via a proxy), the token in a header; the answer's JSON,
+    or None for an empty body. Raises urllib.error.HTTPError, OSError or ValueError."""
     import ssl  # the HTTP client loads only when a Jupyter server is asked (start-up time and memory)
     import urllib.request
 
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    request = urllib.request.Request(url, headers={"Accept": "application/json"}, method=method)
     if token:
         request.add_header("Authorization", f"token {token}")
     handlers: list = [urllib.request.ProxyHandler({})]  # never via a proxy
@@ -120,7 +123,8 @@ def _get_json(url: str, token: str, timeout: float) -> object:
         context.verify_mode = ssl.CERT_NONE
         handlers.append(urllib.request.HTTPSHandler(context=context))
     with urllib.request.build_opener(*handlers).open(request, timeout=timeout) as response:
-        return json.loads(response.read(4 << 20))
+        body = response.read(4 << 20)
+    return json.loads(body) if body.strip() else None
 
 
 def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[dict[str, Session], str]:
@@ -133,9 +137,9 @@ def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[di
     token = str(info.get("token") or "")
     found: dict[str, Session] = {}
     try:
-        sessions = _get_json(url + "api/sessions", token, timeout)
+        sessions = request_json(url + "api/sessions", token, timeout)
         try:  # kernels started without a notebook session (state and last activity only)
-            kernels = _get_json(url + "api/kernels", token, timeout)
+            kernels = request_json(url + "api/kernels", token, timeout)
         except (OSError, ValueError):
             kernels = []
     except urllib.error.HTTPError as error:
@@ -147,7 +151,7 @@ def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[di
     for kernel in kernels if isinstance(kernels, list) else []:
         if isinstance(kernel, dict) and kernel.get("id"):
             found[kernel["id"]] = Session(
-                None, kernel.get("execution_state"), kernel.get("last_activity"), url
+                None, kernel.get("execution_state"), kernel.get("last_activity"), url, bool(token)
             )
     for session in sessions if isinstance(sessions, list) else []:
         kernel = session.get("kernel") if isinstance(session, dict) else None
@@ -158,6 +162,7 @@ def ask_server(info: dict, timeout: float = REQUEST_TIMEOUT_SECONDS) -> tuple[di
                 kernel.get("execution_state"),
                 kernel.get("last_activity"),
                 url,
+                bool(token),
             )
     return found, ""
 
@@ -187,7 +192,7 @@ def lookup(folders: list[Path], budget: float = LOOKUP_BUDGET_SECONDS) -> Lookup
             continue
         except (OSError, ValueError):
             continue
-        if not isinstance(info, dict) or not _server_alive(info):
+        if not isinstance(info, dict) or not server_alive(info):
             continue
         left = deadline - time.monotonic()
         if left <= 0.05:
@@ -276,7 +281,12 @@ class JupyterResolver:
             return JupyterKernel(kernel.kernel_id, why_unknown=result.why)
         why = "" if session.path else "the server lists the kernel but no notebook session for it"
         return JupyterKernel(
-            kernel.kernel_id, session.path, why, session.execution_state, session.last_activity
+            kernel.kernel_id,
+            session.path,
+            why,
+            session.execution_state,
+            session.last_activity,
+            session.server if session.authenticated else None,
         )
 
     def forget(self) -> None:

@@ -48,6 +48,10 @@ class KillOutcome:
     message: str
     freed_mib: float | None = None
     signals_sent: tuple[str, ...] = ()
+    # a Jupyter kernel's fate as its server tells it (gpu/kernel_actions.py): "shut_down", "restarted",
+    # "restarted_by_server", "dropped" (no longer listed), "still_listed"; None when no server was asked
+    kernel_after: str | None = None
+    new_pid: int | None = None  # the kernel's process after a restart (same kernel id)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "result", KillResult(self.result))
@@ -77,6 +81,20 @@ def _check_identity(identity: ProcessIdentity) -> None:
         raise _Reused
     if zombie:
         raise _Gone
+
+
+def identity_refusal(identity: ProcessIdentity) -> tuple[KillResult, str] | None:
+    """Why ``identity`` names no live process any more (exited, a zombie, or its PID now another process's),
+    or that it may not be inspected; None while it is the same live process."""
+    try:
+        _check_identity(identity)
+    except _Gone:
+        return KillResult.ALREADY_GONE, f"PID {identity.pid} had already exited"
+    except _Reused:
+        return KillResult.PID_REUSED, f"PID {identity.pid} now belongs to a different process"
+    except PermissionError as error:
+        return KillResult.PERMISSION_DENIED, str(error)
+    return None
 
 
 def _open_pidfd(pid: int) -> int | None:

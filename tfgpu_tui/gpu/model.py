@@ -155,6 +155,14 @@ class JupyterKernel:
     why_unknown: str = ""
     execution_state: str | None = None
     last_activity: str | None = None
+    # the server that lists it, asked with the token from its runtime file (no token in it): its kernel API
+    # can shut the kernel down or restart it (gpu/kernel_actions.py); None when there is none to ask
+    server_url: str | None = None
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """What the kernel's server can do to it through its API: `shutdown` and `restart`, or nothing."""
+        return ("shutdown", "restart") if self.server_url else ()
 
 
 @dataclass(frozen=True)

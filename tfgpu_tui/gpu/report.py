@@ -22,8 +22,12 @@ def device_dict(device: DeviceSample) -> dict[str, Any]:
 def process_dict(row: ProcessRow) -> dict[str, Any]:
     """One process row; ``gpu_index`` is null for a TensorFlow process on the CPU. ``pid`` is the local PID,
     or null for another namespace's entry; ``host_pid`` is NVML's where it differs; ``attribution`` the
-    basis of the join (``nvml`` where NVML's PID is the process's own; null on the CPU)."""
+    basis of the join (``nvml`` where NVML's PID is the process's own; null on the CPU). A Jupyter kernel's
+    ``jupyter`` gives its server's URL (no token), kernel id, notebook and the ``actions`` its server's API
+    offers (``shutdown``, ``restart``)."""
     data = dataclasses.asdict(row)
+    if row.jupyter is not None:
+        data["jupyter"]["actions"] = list(row.jupyter.actions)
     data["host_state"] = row.host_state.value
     data["pid"] = row.local_pid
     data["attribution"] = row.basis
