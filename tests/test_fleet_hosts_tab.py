@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 from fleet_helpers import free_port, stop
-from textual.widgets import TabbedContent
+from textual.widgets import Static, TabbedContent
 from waiting import wait_until
 
 from tfgpu_tui.fleet.readers import DirectReader
@@ -103,3 +104,34 @@ async def test_no_hosts_tab_without_a_fleet_source() -> None:
         await pilot.pause()
         assert not app.query(HostsTab)
         assert app.query_one(TabbedContent).active == "monitor"
+
+
+async def test_an_update_right_after_enter_reaches_the_host_screen() -> None:
+    """Enter pushes the host's screen; an update handled before that screen has composed (a busy machine, or
+    a user pressing enter as a read arrives) is shown once it has, instead of failing on a widget that does
+    not exist yet."""
+    key = f"127.0.0.1:{free_port()}"  # nothing listens there: the host reads as down
+    app = TfgpuApp(Settings(demo=True, remote_hosts=(key,), fleet_refresh_seconds=3600))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("5")
+        tab = app.query_one(HostsTab)
+        table = app.query_one(HostsTable)
+        await wait_until(pilot, lambda: tab.view is not None and app.focused is table, timeout=15)
+        assert tab.view is not None
+        (down,) = tab.view.hosts
+        assert not down.up
+        newer = replace(tab.view, hosts=(replace(down, hostname="gpu-z", up=True, reason=""),))
+        # in one step of the event loop: enter's action, then the update, before the screen can compose
+        tab.action_open_host()
+        screen = app.screen
+        assert isinstance(screen, HostDetailScreen) and not screen.is_mounted
+        tab.show_view(newer)
+
+        def title() -> str:
+            return str(screen.query_one("#host-title", Static).content) if screen.is_mounted else ""
+
+        await wait_until(pilot, lambda: title().startswith(f"gpu-z ({key})  up"))
+        assert "DOWN" not in title()
+        assert row(tab, key)["Host"] == "gpu-z"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HostDetailScreen))

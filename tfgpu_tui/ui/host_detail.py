@@ -1,12 +1,16 @@
 """One host of the fleet in the Monitor's GPU cards and process table, read-only: nothing here sends signals
-(the process table is shown without the Monitor's kill, log and explain keys)."""
+(the process table is shown without the Monitor's kill, log and explain keys). It starts from the host given
+to it and takes each later state as a HostChanged message, which it handles only once composed."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -16,6 +20,13 @@ from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.process_table import ProcessTable, build_process_rows
 
 CARDS_PER_ROW = 3
+
+
+@dataclass
+class HostChanged(Message):
+    """The host shown on a HostDetailScreen has a new state."""
+
+    host: HostSnapshot
 
 
 class HostDetailScreen(Screen[None]):
@@ -39,10 +50,14 @@ class HostDetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.show(self.host)
+        self._show(self.host)
         self.query_one(ProcessTable).focus()
 
-    def show(self, host: HostSnapshot) -> None:
+    def on_host_changed(self, message: HostChanged) -> None:
+        if message.host.key == self.key:
+            self._show(message.host)
+
+    def _show(self, host: HostSnapshot) -> None:
         """Display this host's latest state."""
         self.host = host
         title = Text(f"{host.hostname} ({host.key})  ", style="bold")

@@ -1,24 +1,26 @@
 """The Hosts tab (with ``--prometheus URL`` or ``--remote HOST:PORT,...``): one row per host with its GPUs,
 utilisation, memory, worst alert, training progress and health; enter opens the host read-only.
 
-A worker thread reads the fleet every `settings.fleet_refresh_seconds` and posts each FleetView here."""
+The fleet is read by a FleetFeed (a thread of the core) every `settings.fleet_refresh_seconds`; each view
+reaches the tab as a FleetUpdated message, and an open host's screen as a HostChanged message."""
 
 from __future__ import annotations
 
-import threading
-import time
+from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static, TabbedContent
-from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.fleet.feed import FleetFeed
 from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot
+from tfgpu_tui.fleet.readers import make_reader
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.host_detail import HostChanged, HostDetailScreen
 from tfgpu_tui.ui.host_text import state_text, training_text
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
@@ -33,12 +35,11 @@ def fleet_wanted(settings: Settings) -> bool:
     return bool(settings.prometheus_url or settings.remote_hosts)
 
 
+@dataclass
 class FleetUpdated(Message):
-    """A fresh FleetView from the reading thread."""
+    """A fresh FleetView from the fleet feed."""
 
-    def __init__(self, view: FleetView) -> None:
-        super().__init__()
-        self.view = view
+    view: FleetView
 
 
 def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
@@ -72,7 +73,11 @@ class HostsTab(DashboardTab):
         super().__init__(settings)
         self.view: FleetView | None = None
         self._cells: dict[str, tuple[str | Text, ...]] = {}
-        self._stop = threading.Event()
+        self._feed = FleetFeed(
+            lambda: make_reader(settings.prometheus_url, settings.remote_hosts),
+            settings.fleet_refresh_seconds,
+            lambda view: self.post_message(FleetUpdated(view)),
+        )
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the fleet…", id="fleet-caption")
@@ -80,7 +85,7 @@ class HostsTab(DashboardTab):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._focus_if_shown)
-        self._read_loop()
+        self._feed.start()
 
     def _focus_if_shown(self) -> None:
         """Built on first show (after the app tried to focus it): take the focus if the tab is active."""
@@ -89,7 +94,7 @@ class HostsTab(DashboardTab):
             self.focus_default()
 
     def on_unmount(self) -> None:
-        self._stop.set()
+        self._feed.close()
 
     def focus_default(self) -> None:
         """The hosts table (once composed: the tab may be built on first show)."""
@@ -97,27 +102,13 @@ class HostsTab(DashboardTab):
         if tables:
             tables.first().focus()
 
-    @work(thread=True, exclusive=True, group="fleet-reader", exit_on_error=False)
-    def _read_loop(self) -> None:
-        from tfgpu_tui.fleet.readers import make_reader
-
-        worker = get_current_worker()
-        reader = make_reader(self.settings.prometheus_url, self.settings.remote_hosts)
-        try:
-            while not worker.is_cancelled and not self._stop.is_set():
-                started = time.monotonic()
-                try:
-                    view = reader.read()
-                except Exception as error:  # noqa: BLE001 - a reader bug must not stop the tab
-                    view = FleetView(self.view.hosts if self.view else (), "", f"reading failed: {error!r}")
-                self.post_message(FleetUpdated(view))
-                self._stop.wait(max(0.0, self.settings.fleet_refresh_seconds - (time.monotonic() - started)))
-        finally:
-            reader.close()
-
     def on_fleet_updated(self, message: FleetUpdated) -> None:
-        """Show the view: rows added, removed, or repainted only where a cell changed."""
-        view = self.view = message.view
+        self.show_view(message.view)
+
+    def show_view(self, view: FleetView) -> None:
+        """Show the view (rows added, removed, or repainted only where a cell changed), and send each open
+        host screen its host's new state (handled once that screen has composed)."""
+        self.view = view
         up = sum(1 for h in view.hosts if h.up)
         caption = f"{len(view.hosts)} hosts, {up} up · from {view.source} · read in {view.read_ms:.0f} ms"
         caption += " · enter: open a host (read-only)"
@@ -129,13 +120,10 @@ class HostsTab(DashboardTab):
         rows = [(host.key, host_cells(host)) for host in view.hosts]
         self._cells = dict(rows)
         self.query_one(HostsTable).show_rows(rows)
-        from tfgpu_tui.ui.host_detail import HostDetailScreen
-
-        screen = self.app.screen
-        if isinstance(screen, HostDetailScreen):
-            shown = next((h for h in view.hosts if h.key == screen.key), None)
-            if shown is not None:
-                screen.show(shown)
+        hosts = {host.key: host for host in view.hosts}
+        for screen in self.app.screen_stack:
+            if isinstance(screen, HostDetailScreen) and screen.key in hosts:
+                screen.post_message(HostChanged(hosts[screen.key]))
 
     def selected_host(self) -> HostSnapshot | None:
         key = self.query_one(HostsTable).selected_key
@@ -150,8 +138,6 @@ class HostsTab(DashboardTab):
 
     def action_open_host(self) -> None:
         """Open the selected host in the Monitor's cards and process table, read-only."""
-        from tfgpu_tui.ui.host_detail import HostDetailScreen
-
         host = self.selected_host()
         if host is not None:
             self.app.push_screen(HostDetailScreen(host))
