@@ -47,8 +47,8 @@ import sys, threading, signal
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
-from tfgpu_tui.fleet.collector import Exporter
-from tfgpu_tui.fleet.server import MetricsServer
+from tfgpu_tui.export.collector import Exporter
+from tfgpu_tui.export.server import MetricsServer
 count = int(sys.argv[1])
 settings = Settings(demo=True, interval=2.0)
 servers = []

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tfgpu_tui.fleet import names
-from tfgpu_tui.fleet.collector import Exporter, exposition, registry_for
-from tfgpu_tui.fleet.server import MetricsServer
+from tfgpu_tui.export import names
+from tfgpu_tui.export.collector import Exporter, exposition, registry_for
+from tfgpu_tui.export.server import MetricsServer
 from tfgpu_tui.gpu.nvml import NvmlSource
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
@@ -187,8 +187,8 @@ def test_idle_connections_cannot_exhaust_the_server(monkeypatch: pytest.MonkeyPa
 
     from waiting import wait_for
 
-    from tfgpu_tui.fleet import server as server_module
-    from tfgpu_tui.fleet.server import MAX_CONNECTIONS
+    from tfgpu_tui.export import server as server_module
+    from tfgpu_tui.export.server import MAX_CONNECTIONS
 
     # the idle connections keep their slots however slowly this test runs (not dropped after the 10 s timeout)
     monkeypatch.setattr(server_module, "CONNECTION_TIMEOUT_SECONDS", 600.0)

@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
+from tfgpu_tui.export.collector import Exporter, exposition, registry_for
 from tfgpu_tui.fleet.addresses import prometheus_url, remote_list
-from tfgpu_tui.fleet.collector import Exporter, exposition, registry_for
 from tfgpu_tui.fleet.decode import OTHER_COMMAND, group_by_instance
 from tfgpu_tui.fleet.fast_parse import plain_samples
 from tfgpu_tui.fleet.readers import exporter_samples, metrics_url, parse_time, parsed_samples, target_key

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from tfgpu_tui.cli import main
-from tfgpu_tui.fleet.training_series import LogState, training_values
+from tfgpu_tui.export.training_series import LogState, training_values
 from tfgpu_tui.training.records import EndTimeSource
 from tfgpu_tui.training.watch import LogWatch
 

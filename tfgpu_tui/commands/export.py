@@ -25,7 +25,7 @@ PUBLIC_WARNING = (
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `export` subcommand."""
     from tfgpu_tui.cli import add_demo_gpus_option, interval_seconds
-    from tfgpu_tui.fleet.process_series import DEFAULT_TOP
+    from tfgpu_tui.export.process_series import DEFAULT_TOP
 
     parser = subparsers.add_parser(
         "export",
@@ -78,7 +78,7 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot be used, or None. Each --log gets `log PATH`'s checks (a log that does not
     exist yet is followed once it appears)."""
     from tfgpu_tui.access import special_file_refusal
-    from tfgpu_tui.fleet.server import is_loopback
+    from tfgpu_tui.export.server import is_loopback
 
     for log in args.logs:
         refusal = special_file_refusal(log)
@@ -100,8 +100,8 @@ def check_arguments(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
     from tfgpu_tui.cli import settings_from_args
-    from tfgpu_tui.fleet.collector import Exporter
-    from tfgpu_tui.fleet.server import MetricsServer
+    from tfgpu_tui.export.collector import Exporter
+    from tfgpu_tui.export.server import MetricsServer
     from tfgpu_tui.fleet.web_config import WebConfig, WebConfigError, load_web_config
 
     problem = check_arguments(args)

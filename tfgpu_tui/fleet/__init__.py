@@ -1,2 +1,2 @@
-"""Beyond one machine: the core's snapshots as Prometheus series (dcgm-exporter names plus ``tfgpu_`` series),
-and readers of Prometheus's HTTP API and of exporters scraped directly that yield per-host snapshots."""
+"""Reading other hosts: Prometheus's HTTP API and exporters scraped directly, decoded back into per-host
+snapshots for the Hosts tab."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.fleet import names
+from tfgpu_tui.export import names
 from tfgpu_tui.fleet.hosts import TrainingSummary
 from tfgpu_tui.gpu.model import (
     Attribution,

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tfgpu_tui.fleet import names
+from tfgpu_tui.export import names
 from tfgpu_tui.fleet.decode import DECODED, HostSeries, Sample, group_by_instance
 from tfgpu_tui.fleet.fast_parse import plain_samples
 from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tfgpu_tui.fleet.names import CPU_GPU_LABEL, OTHER
+from tfgpu_tui.export.names import CPU_GPU_LABEL, OTHER
 from tfgpu_tui.gpu.model import ProcessRow
 
 COMMAND_CHARS = 60

@@ -18,9 +18,9 @@ from prometheus_client.registry import CollectorRegistry
 
 from tfgpu_tui import __version__
 from tfgpu_tui.alerts import Alert
-from tfgpu_tui.fleet import names
-from tfgpu_tui.fleet.process_series import DEFAULT_TOP, process_series
-from tfgpu_tui.fleet.training_series import LogState, last_epoch_metrics, training_values
+from tfgpu_tui.export import names
+from tfgpu_tui.export.process_series import DEFAULT_TOP, process_series
+from tfgpu_tui.export.training_series import LogState, last_epoch_metrics, training_values
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, MigDevice, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import CollectorRegistry
 
-from tfgpu_tui.fleet.collector import Exporter, exposition, registry_for
+from tfgpu_tui.export.collector import Exporter, exposition, registry_for
 from tfgpu_tui.fleet.web_config import WebConfig
 
 CONNECTION_TIMEOUT_SECONDS = 10.0
