@@ -146,8 +146,8 @@ def test_stale_ld_library_path_is_named_with_its_fix() -> None:
     )
     libraries = {f.id: f for f in evaluate(facts, inspection)}["cuda_libraries"]
     assert libraries.status is Status.FAILURE
-    assert "LD_LIBRARY_PATH directory /opt/cudnn-9.1/lib" in libraries.detail
-    assert "libcudnn 9.1.0 is older than the 9.3" in libraries.detail
+    assert "libcudnn 9.1.0 from LD_LIBRARY_PATH /opt/cudnn-9.1/lib is found first" in libraries.detail
+    assert "older than the 9.3 TF 2.18.0 needs" in libraries.detail
     assert libraries.fix == "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"
 
 

@@ -110,6 +110,24 @@ def _keras3_under_215(data: Data) -> None:
     data["inspection"]["tensorflow"]["version"] = "2.15.1"
 
 
+def _without_nccl(data: Data) -> None:
+    libraries = data["interpreter"]["pip_libraries"]
+    data["interpreter"]["pip_libraries"] = [item for item in libraries if item["stem"] != "libnccl"]
+
+
+def _cufft_missing(data: Data) -> None:
+    libraries = data["interpreter"]["pip_libraries"]
+    data["interpreter"]["pip_libraries"] = [item for item in libraries if item["stem"] != "libcufft"]
+
+
+def _ld_library_path_shadow(data: Data) -> None:
+    path = "/usr/local/cuda/lib64/libcudnn.so.9"
+    data["ld_library_path"] = [
+        {"stem": "libcudnn", "version": [9, 5, 1], "path": path, "origin": "LD_LIBRARY_PATH"}
+    ]
+    data["ld_library_dirs"] = ["/usr/local/cuda/lib64"]
+
+
 CASES: dict[str, Callable[[], Data]] = {
     "all_good": lambda: _fixture("all_good"),
     "driver_lists_no_gpu": _changed("all_good", _no_devices),
@@ -129,6 +147,9 @@ CASES: dict[str, Callable[[], Data]] = {
     "keras3_under_tf215": _changed("all_good", _keras3_under_215),
     "driver_too_old": lambda: _fixture("driver_too_old"),
     "cudnn8_needs_9": lambda: _fixture("cudnn8_needs_9"),
+    "cufft_missing": _changed("all_good", _cufft_missing),
+    "nccl_missing": _changed("all_good", _without_nccl),
+    "ld_library_path_shadows_pip": _changed("all_good", _ld_library_path_shadow),
     "cannot_dlopen": lambda: _fixture("cannot_dlopen"),
     "cc61_mixed_precision": lambda: _fixture("cc61_mixed_precision"),
 }

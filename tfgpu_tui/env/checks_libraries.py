@@ -1,8 +1,11 @@
-"""The CUDA libraries TensorFlow loads: where (pip, LD_LIBRARY_PATH, system), which versions, shadowing."""
+"""The CUDA libraries TensorFlow loads: the whole set its build needs, the copy the loader would find for
+each (LD_LIBRARY_PATH, pip, system), its version as read from its files, and whether TensorFlow accepts it."""
 
 from __future__ import annotations
 
-from tfgpu_tui.env import compat
+from dataclasses import dataclass
+
+from tfgpu_tui.env import compat, fixes
 from tfgpu_tui.env.check_base import (
     Verdict,
     and_cuda_install,
@@ -15,101 +18,207 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.facts import EnvFacts, LibraryFile
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult
+from tfgpu_tui.env.library_set import NeededLibrary, needed_libraries
+
+WHY = (
+    "TensorFlow registers a GPU only when every library its build needs loads (CUDA runtime, cuBLAS and "
+    "cuBLASLt, cuFFT, cuSOLVER, cuSPARSE, cuDNN, and nvJitLink for CUDA 12); one missing or unaccepted "
+    "library means a silent CPU fallback. The loader takes the first file with the right soname from "
+    "LD_LIBRARY_PATH, then the pip packages (TF >= 2.14 links to them by RUNPATH), then the system cache. "
+    "TensorFlow accepts a cuDNN of the same major and an equal or higher minor than its build's."
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One needed library and the copies the loader would consider, in its search order."""
+
+    needed: NeededLibrary
+    copies: tuple[LibraryFile, ...]
+
+    @property
+    def winner(self) -> LibraryFile | None:
+        return self.copies[0] if self.copies else None
 
 
 @check("cuda_libraries", "CUDA libraries TensorFlow loads", order=80)
 def check_cuda_libraries(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
-    why = (
-        "TensorFlow dlopens libcudart, libcublas and libcudnn of its build's major versions; a missing or "
-        "wrong one means a silent CPU fallback, and LD_LIBRARY_PATH is searched before the pip libraries."
-    )
     cuda_build = is_cuda_build(facts, inspection)
     if facts.interpreter.error or cuda_build is None:
-        return Verdict(Status.SKIPPED, "TensorFlow not found in the target interpreter.", why)
+        return Verdict(Status.SKIPPED, "TensorFlow not found in the target interpreter.", WHY)
     if not cuda_build:
-        return Verdict(Status.SKIPPED, "A CPU-only build loads no CUDA libraries.", why)
-    version, cuda, cudnn = (
-        tensorflow_version(facts, inspection),
-        tf_cuda(facts, inspection),
-        tf_cudnn(facts, inspection),
-    )
-    cuda_mm, cudnn_mm = compat.major_minor(cuda), compat.major_minor(cudnn)
+        return Verdict(Status.SKIPPED, "A CPU-only build loads no CUDA libraries.", WHY)
+    version = tensorflow_version(facts, inspection)
+    cuda_mm = compat.major_minor(tf_cuda(facts, inspection))
+    cudnn_mm = compat.major_minor(tf_cudnn(facts, inspection))
     if cuda_mm is None or cudnn_mm is None:
-        return Verdict(Status.SKIPPED, f"TF {version}'s CUDA/cuDNN versions are unknown.", why)
-    needed = {"libcudart": (cuda_mm[0], None), "libcublas": (cuda_mm[0], None), "libcudnn": cudnn_mm}
-    found_text, problems, fixes = [], [], []
-    for stem, (major, minor) in needed.items():
-        best = _best_library(facts, stem, major)
-        if best is None:
-            problems.append(f"no {stem}.so.{major} (TF {version} needs {_needed_text(stem, major, minor)})")
-            fixes.append(_library_fix(facts, version, stem))
+        return Verdict(Status.SKIPPED, f"TF {version}'s CUDA/cuDNN versions are unknown.", WHY)
+    library_set = needed_libraries(
+        facts.interpreter.and_cuda_requirements,
+        facts.interpreter.packages.get("tensorflow"),
+        version,
+        cuda_mm,
+        cudnn_mm,
+        fixes.CUDA11_PACKAGES,
+    )
+    searched = _search_order(facts, version)
+    resolved = [
+        Resolved(needed, tuple(copy for copy in searched if _matches(copy, needed)))
+        for needed in library_set.libraries
+    ]
+    failures, warnings, fixes_wanted = _judge(facts, version, resolved)
+    detail = " ".join(
+        filter(
+            None,
+            [
+                "; ".join(failures + warnings) + "." if failures or warnings else "",
+                _unreachable_pip_note(facts, version),
+                f"Needed ({library_set.source}): "
+                + ", ".join(dict.fromkeys(item.needed.soname for item in resolved))
+                + ".",
+                "Found: " + "; ".join(_found_text(item) for item in resolved if item.winner) + "."
+                if any(item.winner for item in resolved)
+                else "Found: none.",
+                _loaded_text(inspection),
+            ],
+        )
+    )
+    fix = " && ".join(dict.fromkeys(fix for fix in fixes_wanted if fix))
+    if failures:
+        return Verdict(Status.FAILURE, detail, WHY, fix)
+    if warnings:
+        return Verdict(Status.WARNING, detail, WHY, fix)
+    return Verdict(Status.OK, detail, WHY)
+
+
+def _search_order(facts: EnvFacts, tf_version: str | None) -> list[LibraryFile]:
+    """The library files in the order the loader tries them for TensorFlow `tf_version`."""
+    pip = facts.interpreter.pip_libraries if _links_to_pip(tf_version) else []
+    return facts.ld_library_path + pip + facts.system_libraries
+
+
+def _links_to_pip(tf_version: str | None) -> bool:
+    """TF >= 2.14 finds the pip NVIDIA libraries by RUNPATH; older builds only via LD_LIBRARY_PATH."""
+    return (compat.version_tuple(tf_version) or ())[:2] >= fixes.AND_CUDA_FIRST
+
+
+def _matches(library: LibraryFile, needed: NeededLibrary) -> bool:
+    return library.stem == needed.stem and library.version is not None and library.version[0] == needed.major
+
+
+def _judge(
+    facts: EnvFacts, tf_version: str | None, resolved: list[Resolved]
+) -> tuple[list[str], list[str], list[str]]:
+    """(failures, warnings, fixes) for the resolved libraries, by TensorFlow's compatibility rule."""
+    failures: list[str] = []
+    warnings: list[str] = []
+    stale_dirs: list[str] = []
+    install = False
+    for item in resolved:
+        needed, winner = item.needed, item.winner
+        if winner is None:
+            minimum = compat.format_version(needed.minimum)
+            text = f"no {needed.soname} ({needed.stem} {minimum}+, {needed.package})"
+            (failures if needed.for_registration else warnings).append(text)
+            install = True
             continue
-        found_text.append(f"{stem} {_lib_version(best)} ({best.origin}: {best.path})")
-        if minor is not None and best.version and len(best.version) > 1 and best.version[1] < minor:
-            problems.append(
-                f"{stem} {_lib_version(best)} is older than the {major}.{minor} TF was built with"
-            )
-            from_path = best.origin == "LD_LIBRARY_PATH"
-            fixes.append(_unshadow_fix(facts) if from_path else _library_fix(facts, version, stem))
-    shadow = _shadowing(facts)
+        if _accepted(winner, needed):
+            continue
+        later = next((copy for copy in item.copies[1:] if _accepted(copy, needed)), None)
+        text = (
+            f"{_version_text(winner)} from {_place(winner)} is found first and is older than the "
+            f"{compat.format_version(needed.minimum)} TF {tf_version} needs"
+        )
+        if later is not None:
+            text += f" ({_version_text(later)} from {_place(later)} comes after it)"
+        (failures if needed.stem == "libcudnn" else warnings).append(text)
+        if winner.origin == "LD_LIBRARY_PATH":
+            stale_dirs.append(_directory(winner))
+        install = install or later is None
+    shadows = _shadowing(facts, resolved)
+    if shadows and not stale_dirs:
+        warnings.append(shadows)
+        stale_dirs += [_directory(item.winner) for item in resolved if _shadows_pip(facts, item)]
+    fix_list = [_without_directories(facts, stale_dirs) if stale_dirs else ""]
+    if install:
+        command = and_cuda_install(facts, tf_version)
+        fix_list.append("" if command.startswith("Nothing to install") and fix_list[0] else command)
+    return failures, warnings, fix_list
+
+
+def _accepted(library: LibraryFile, needed: NeededLibrary) -> bool:
+    """TensorFlow's rule: cuDNN of the same major and at least the build's minor; the other libraries at
+    least the pin's lower bound, judged only where the version was read beyond the soname."""
+    version = library.version or ()
+    if library.version_source == "file name" and len(version) < 3:
+        return needed.stem != "libcudnn" or len(version) < 2 or version[:2] >= needed.minimum[:2]
+    size = 2 if needed.stem == "libcudnn" else len(needed.minimum)
+    return version[:size] >= needed.minimum[:size]
+
+
+def _version_text(library: LibraryFile) -> str:
+    version = compat.format_version(library.version) if library.version else "(unversioned)"
+    if library.version_source != "file name":
+        version += f" (read from {library.version_source})"
+    return f"{library.stem} {version}"
+
+
+def _place(library: LibraryFile) -> str:
+    return f"{library.origin} {_directory(library)}"
+
+
+def _directory(library: LibraryFile | None) -> str:
+    return library.path.rsplit("/", 1)[0] if library is not None else ""
+
+
+def _found_text(item: Resolved) -> str:
+    winner = item.winner
+    assert winner is not None
+    return f"{_version_text(winner)} ({winner.origin}: {winner.path})"
+
+
+def _loaded_text(inspection: InspectionResult | None) -> str:
     loaded = inspection.data.loaded_libraries if inspection is not None else ()
-    detail = "; ".join(found_text) if found_text else "none found"
-    if loaded:
-        detail += ". Loaded by TensorFlow: " + ", ".join(loaded)
-    if problems:
-        detail = " ".join(filter(None, ["; ".join(problems) + ".", shadow, f"Found: {detail}."]))
-        return Verdict(Status.FAILURE, detail, why, " && ".join(dict.fromkeys(fixes)))
-    if shadow:
-        return Verdict(Status.WARNING, f"{shadow} Found: {detail}.", why, _unshadow_fix(facts))
-    return Verdict(Status.OK, f"Found: {detail}.", why)
+    return "Loaded by TensorFlow: " + ", ".join(loaded) + "." if loaded else ""
 
 
-def _needed_text(stem: str, major: int, minor: int | None) -> str:
-    return f"{stem} {major}.{minor}+" if minor is not None else f"{stem} {major}"
+def _shadows_pip(facts: EnvFacts, item: Resolved) -> bool:
+    """Whether an LD_LIBRARY_PATH copy is found before a pip copy of the same soname."""
+    winner = item.winner
+    return (
+        winner is not None
+        and winner.origin == "LD_LIBRARY_PATH"
+        and any(copy.origin == "pip" for copy in item.copies[1:])
+    )
 
 
-def _lib_version(library: LibraryFile) -> str:
-    return compat.format_version(library.version) if library.version else "(unversioned)"
-
-
-def _best_library(facts: EnvFacts, stem: str, major: int) -> LibraryFile | None:
-    """The file the loader would find first: LD_LIBRARY_PATH, then pip (TF's RUNPATH), then ldconfig."""
-    for library in facts.ld_library_path + facts.interpreter.pip_libraries + facts.system_libraries:
-        if library.stem == stem and library.version and library.version[0] == major:
-            return library
-    return None
-
-
-def _library_fix(facts: EnvFacts, tf_version: str | None, stem: str) -> str:
-    """The whole set the build needs, not the one library: TensorFlow registers a GPU only when all load."""
-    return and_cuda_install(facts, tf_version)
-
-
-def _shadowing_libraries(facts: EnvFacts) -> list[LibraryFile]:
-    """LD_LIBRARY_PATH libraries with the soname of a pip one: found first (TF links with RUNPATH)."""
-    pip = {_soname_key(library) for library in facts.interpreter.pip_libraries}
-    return [library for library in facts.ld_library_path if _soname_key(library) in pip]
-
-
-def _soname_key(library: LibraryFile) -> tuple[str, int | None]:
-    return library.stem, library.version[0] if library.version else None
-
-
-def _shadowing(facts: EnvFacts) -> str:
+def _shadowing(facts: EnvFacts, resolved: list[Resolved]) -> str:
     """A sentence naming the LD_LIBRARY_PATH directories that shadow the pip NVIDIA libraries, or ""."""
-    shadows = _shadowing_libraries(facts)
+    shadows = [item.winner for item in resolved if item.winner and _shadows_pip(facts, item)]
     if not shadows:
         return ""
-    directories = sorted({library.path.rsplit("/", 1)[0] for library in shadows})
-    names = sorted({f"{library.stem} {_lib_version(library)}" for library in shadows})
+    directories = sorted({_directory(library) for library in shadows})
+    names = sorted({_version_text(library) for library in shadows})
     return (
         f"LD_LIBRARY_PATH directory {', '.join(directories)} holds {', '.join(names)}, which the loader "
-        "picks before the pip-installed NVIDIA libraries."
+        "picks before the pip-installed NVIDIA libraries"
     )
 
 
-def _unshadow_fix(facts: EnvFacts) -> str:
-    stale = {library.path.rsplit("/", 1)[0] for library in _shadowing_libraries(facts)}
-    stale |= {library.path.rsplit("/", 1)[0] for library in facts.ld_library_path if not stale}
-    keep = [directory for directory in facts.ld_library_dirs if directory not in stale]
+def _unreachable_pip_note(facts: EnvFacts, tf_version: str | None) -> str:
+    """Before 2.14, pip NVIDIA libraries are found only when LD_LIBRARY_PATH names them."""
+    if _links_to_pip(tf_version) or not facts.interpreter.pip_libraries:
+        return ""
+    reachable = {_directory(library) for library in facts.ld_library_path}
+    unreachable = sorted({_directory(library) for library in facts.interpreter.pip_libraries} - reachable)
+    if not unreachable:
+        return ""
+    return (
+        f"The pip NVIDIA libraries in {', '.join(unreachable)} are not on TF {tf_version}'s search path "
+        "(it predates the RUNPATH into site-packages/nvidia): they load only via LD_LIBRARY_PATH."
+    )
+
+
+def _without_directories(facts: EnvFacts, directories: list[str]) -> str:
+    keep = [directory for directory in facts.ld_library_dirs if directory not in set(directories)]
     return f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"

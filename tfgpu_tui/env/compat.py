@@ -101,16 +101,25 @@ def build_matrix() -> tuple[BuildRow, ...]:
 _PIN = re.compile(r"^\s*(?P<package>[A-Za-z0-9_.\-]+)\s*\(?(?P<spec>[^;)]*)\)?\s*;")
 
 
+def parse_requirement(text: str) -> tuple[str, str] | None:
+    """(package, spec without spaces) of a conditional requirement such as
+    ``nvidia-cudnn-cu12 (==8.9.4.25) ; extra == 'and-cuda'``; None when it is not one."""
+    match = _PIN.match(text)
+    if not match:
+        return None
+    spec = ",".join(part.strip() for part in match.group("spec").split(","))
+    return match.group("package"), spec.replace(" ", "")
+
+
 @lru_cache(maxsize=1)
 def and_cuda_pins() -> tuple[Pin, ...]:
     """Every `tensorflow[and-cuda]` requirement, TF 2.14.0 onwards."""
     pins = []
     for row in _read_rows(PINS_FILE):
-        match = _PIN.match(row["requirement"])
-        if not match:
+        pin = parse_requirement(row["requirement"])
+        if pin is None:
             raise ValueError(f"bad requirement: {row['requirement']!r}")
-        spec = ",".join(part.strip() for part in match.group("spec").split(","))
-        pins.append(Pin(row["tf_version"], match.group("package"), spec.replace(" ", "")))
+        pins.append(Pin(row["tf_version"], *pin))
     return tuple(pins)
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tfgpu_tui.env.children import run_child
+from tfgpu_tui.env.library_versions import read_library_version
 from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
 
 # Libraries TensorFlow's GPU support loads (the stem before ".so").
@@ -31,6 +32,8 @@ CUDA_LIBRARIES = (
     "libcurand",
     "libnccl",
     "libnvrtc",
+    "libnvJitLink",
+    "libcupti",
 )
 WATCHED_ENV_VARS = (
     "CUDA_VISIBLE_DEVICES",
@@ -97,6 +100,12 @@ if sys.platform.startswith("linux"):
         libcuda["path"] = paths[0] if paths else None
     except OSError as error:
         libcuda.update(loaded=False, error=str(error))
+and_cuda = []
+if metadata is not None and "tensorflow" in packages:
+    try:
+        and_cuda = [r for r in metadata.requires("tensorflow") or () if "and-cuda" in r]
+    except Exception:
+        pass
 try:
     spec = importlib.util.find_spec("tensorflow")
     tf_dir = os.path.dirname(spec.origin) if spec and spec.origin else None
@@ -112,6 +121,7 @@ print(json.dumps({
     "packages": packages,
     "pip_libraries": libs,
     "tensorflow_dir": tf_dir,
+    "and_cuda_requirements": and_cuda,
     "libcuda": libcuda,
     "container": any(os.path.exists(p) for p in ("/.dockerenv", "/run/.containerenv"))
     or "KUBERNETES_SERVICE_HOST" in os.environ,
@@ -125,15 +135,19 @@ class LibraryFile:
 
     Attributes:
         stem: e.g. ``libcudnn``.
-        version: from the file name (the resolved one for symlinks), e.g. (9, 3, 0); None when unversioned.
+        version: read by ``library_versions.read_library_version``, e.g. (8, 6, 0); the soname's numbers
+            (``libcudnn.so.8`` -> (8,)) when nothing better was found; None when unversioned.
         path: where it is.
         origin: ``pip`` (site-packages/nvidia), ``ldconfig`` (system cache) or ``LD_LIBRARY_PATH``.
+        version_source: where the version was read: ``file name``, a header (``cudnn_version.h``) or
+            ``package nvidia-cudnn-cu11``.
     """
 
     stem: str
     version: tuple[int, ...] | None
     path: str
     origin: str
+    version_source: str = "file name"
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,8 @@ class InterpreterFacts:
     packages: dict[str, str] = field(default_factory=dict)
     pip_libraries: list[LibraryFile] = field(default_factory=list)
     tensorflow_dir: str | None = None
+    # The installed tensorflow distribution's own `[and-cuda]` requirements, as its metadata states them.
+    and_cuda_requirements: list[str] = field(default_factory=list)
     # Whether the driver's CUDA library (libcuda.so.1) loads in the target interpreter (None: not Linux, or
     # not asked), where it was found, or the loader's error.
     libcuda_loaded: bool | None = None
@@ -195,10 +211,10 @@ def library_from_path(path: str, origin: str) -> LibraryFile | None:
     match = _LIB_NAME.match(os.path.basename(path))
     if not match or match.group("stem") not in CUDA_LIBRARIES:
         return None
-    resolved = _LIB_NAME.match(os.path.basename(os.path.realpath(path)))
-    text = (resolved.group("version") if resolved else None) or match.group("version")
-    version = tuple(int(part) for part in text.split(".")) if text else None
-    return LibraryFile(match.group("stem"), version, path, origin)
+    text = match.group("version")
+    soname = tuple(int(part) for part in text.split(".")) if text else None
+    version, source = read_library_version(path, match.group("stem"), soname)
+    return LibraryFile(match.group("stem"), version, path, origin, source)
 
 
 def _libraries(paths: list[str], origin: str) -> list[LibraryFile]:
@@ -273,6 +289,7 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
         packages=dict(data.get("packages") or {}),
         pip_libraries=_libraries(list(data.get("pip_libraries") or []), "pip"),
         tensorflow_dir=data.get("tensorflow_dir"),
+        and_cuda_requirements=[str(item) for item in data.get("and_cuda_requirements") or []],
         libcuda_loaded=(data.get("libcuda") or {}).get("loaded"),
         libcuda_path=(data.get("libcuda") or {}).get("path"),
         libcuda_error=(data.get("libcuda") or {}).get("error"),

@@ -26,7 +26,13 @@ DEMO_RECORDING = "demo_environment.json"
 
 def _library(data: dict[str, Any]) -> LibraryFile:
     version = data.get("version")
-    return LibraryFile(data["stem"], tuple(version) if version else None, data["path"], data["origin"])
+    return LibraryFile(
+        data["stem"],
+        tuple(version) if version else None,
+        data["path"],
+        data["origin"],
+        data.get("version_source", "file name"),
+    )
 
 
 def _nvml(data: dict[str, Any]) -> NvmlFacts:
