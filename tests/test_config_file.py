@@ -72,6 +72,10 @@ allow_code = true
 log_root = "~/runs"
 checkpoint_max_epochs = 3
 checkpoint_max_minutes = 12.5
+notify_urls = ["ntfys://ntfy.sh/topic"]
+notify_events = ["finished", "gpu_lost"]
+notify_stall_minutes = 20
+notify_idle_minutes = 45
 """
 
 
@@ -94,6 +98,9 @@ def test_file_values_are_applied(config_file: Path) -> None:
     assert (settings.starvation_cpu_percent, settings.memory_growth_percent) == (150, 85)
     assert settings.env_check_timeout_seconds == 300
     assert settings.batch_budget_mb == 20000
+    assert settings.notify_urls == ("ntfys://ntfy.sh/topic",)
+    assert settings.notify_events == ("finished", "gpu_lost")
+    assert (settings.notify_stall_minutes, settings.notify_idle_minutes) == (20, 45)
     assert (settings.least_privilege, settings.allow_kill, settings.allow_code) == (True, True, True)
     assert settings.log_root == home / "runs"
     assert (settings.checkpoint_max_epochs, settings.checkpoint_max_minutes) == (3, 12.5)
@@ -225,6 +232,8 @@ OUT_OF_RANGE = [
     ("batch_budget_mb", "100000000000"),
     ("interval", "inf"),
     ("kill_grace_seconds", "nan"),
+    ("notify_stall_minutes", "0"),
+    ("notify_idle_minutes", "1e9"),
 ]
 
 
@@ -282,3 +291,15 @@ def test_out_of_range_options_are_refused_by_name(argv: list[str], message: str,
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert message in error and "Traceback" not in error
+
+
+def test_a_bad_notify_urls_value_is_never_repeated_in_the_warning(config_file: Path) -> None:
+    config_file.write_text(
+        'notify_urls = "tgram://123456:SECRETTOKEN/42"\nnotify_events = ["finished", "nope"]\n'
+    )
+    settings = settings_for([])
+    assert settings.notify_urls == ()
+    assert settings.notify_events == Settings().notify_events
+    assert len(settings.config_warnings) == 2
+    assert "SECRETTOKEN" not in "\n".join(settings.config_warnings)
+    assert "unknown event 'nope'" in settings.config_warnings[1]

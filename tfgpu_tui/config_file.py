@@ -93,6 +93,21 @@ def _text(value: Any) -> str:
     return value
 
 
+def _texts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise TypeError("a list of non-empty strings")
+    return tuple(value)
+
+
+def _event_names(value: Any) -> tuple[str, ...]:
+    from tfgpu_tui.notify.events import parse_events
+
+    try:
+        return tuple(kind.value for kind in parse_events(_texts(value)))
+    except ValueError as error:
+        raise InvalidValue(str(error)) from None
+
+
 def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
@@ -138,8 +153,13 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("checkpoint_max_epochs", _whole_in(EPOCHS), "epochs without a new checkpoint before a warning"),
     ConfigKey("checkpoint_max_minutes", _in(MINUTES), "minutes without a new checkpoint before a warning"),
     ConfigKey("batch_budget_mb", _whole_in(BUDGET_MB), "default memory budget of the batch probe"),
+    ConfigKey("notify_urls", _texts, "notify: Apprise URLs to send events to (they hold secrets)"),
+    ConfigKey("notify_events", _event_names, "notify: the events to send (names, or all)"),
+    ConfigKey("notify_stall_minutes", _in(MINUTES), "notify: a log silent this long while its writer lives"),
+    ConfigKey("notify_idle_minutes", _in(MINUTES), "notify: a GPU at 0 % this long while nothing trains"),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
+SECRET_KEYS = frozenset({"notify_urls"})  # values never repeated in a warning
 
 
 def _default_of(name: str) -> str:
@@ -194,14 +214,15 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
         if key is None:
             warnings.append(f"{path}: unknown key {name!r} ignored ({_suggestion(name)})")
             continue
+        got = "a hidden value" if name in SECRET_KEYS else repr(raw)  # never echo a secret
         try:
             values[key.name] = key.parse(raw)
         except TypeError as error:
             warnings.append(
-                f"{path}: {name} must be {error}, got {raw!r}; using the default {_default_of(name)}"
+                f"{path}: {name} must be {error}, got {got}; using the default {_default_of(name)}"
             )
         except InvalidValue as error:
-            warnings.append(f"{path}: {name} {error}, got {raw!r}; using the default {_default_of(name)}")
+            warnings.append(f"{path}: {name} {error}, got {got}; using the default {_default_of(name)}")
     return ConfigFile(path, values, warnings)
 
 

@@ -89,6 +89,11 @@ class Settings:
     prometheus_url: str | None = None  # --prometheus: read every exporter through Prometheus's HTTP API
     remote_hosts: tuple[str, ...] = ()  # --remote: tfgpu-tui exporters scraped directly (HOST:PORT or URL)
     fleet_refresh_seconds: float = 2.0
+    # notify: Apprise URLs (secrets: never printed), events sent, thresholds
+    notify_urls: tuple[str, ...] = ()
+    notify_events: tuple[str, ...] = ("finished", "crashed", "nan", "stalled", "gpu_idle")
+    notify_stall_minutes: float = 10.0  # a log silent this long while its writer lives has stalled
+    notify_idle_minutes: float = 30.0  # a GPU at 0 % this long while no followed log grows is idle
     # Settings file: one line per problem found in it (the app shows them as notifications)
     config_warnings: list[str] = field(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""Headless subcommands (`tfgpu-tui gpus | check | log | probe | serve | export`), one module each.
+"""Headless subcommands (`tfgpu-tui gpus | check | log | probe | serve | export | notify`), one module each.
 
 Each module has `register(subparsers)`, which adds its parser and sets `func` to a
 function taking the parsed arguments and returning the exit code. A command line imports only the module of
@@ -19,6 +19,7 @@ COMMAND_SUMMARIES = {
     "probe": "find the largest batch size that fits in memory",
     "serve": "serve the dashboard to a web browser",
     "export": "serve GPU, process, alert and training metrics to Prometheus (dcgm-exporter names)",
+    "notify": "send a message (ntfy, Slack, e-mail...) when a run finishes, crashes, stalls or a GPU idles",
 }
 COMMAND_MODULES = tuple(COMMAND_SUMMARIES)
 

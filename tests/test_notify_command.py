@@ -1,0 +1,118 @@
+"""`tfgpu-tui notify` as a user runs it: one clear line and exit 2 for an unusable configuration, --test
+per URL, --json events, SIGTERM/SIGHUP end it with one line, and no URL secret in anything it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.notify_receiver import receiving
+from tests.waiting import wait_for
+
+TOKEN = "s3cr3t-T0KEN"
+FINISHED = (
+    "Epoch 1/2\n10/10 [==============================] - 1s 100ms/step - loss: 0.5000\n"
+    "Epoch 2/2\n10/10 [==============================] - 1s 100ms/step - loss: 0.2500\n"
+)
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "run"), XDG_STATE_HOME=str(tmp_path / "state"))
+    env.pop("TFGPU_TUI_NOTIFY", None)
+    return env
+
+
+def notify(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "tfgpu_tui", "notify", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env or environment(tmp_path), timeout=120, check=False
+    )
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--to", f"ntfy.sh/{TOKEN}"], "no scheme://"),
+        (["--to", f"nosuch://user:{TOKEN}@example.org"], "unknown scheme 'nosuch'"),
+        (["--to", f"tgram://{TOKEN}"], "malformed for tgram://"),
+        ([], "nowhere to send"),
+        (["--json", "--events", "finished,oops"], "unknown event 'oops'"),
+        (["--json", "--state", "/proc/1/notify-state.json"], "cannot write the state file"),
+        (["--json", "--log", "/dev/null"], "--log"),
+    ],
+)
+def test_an_unusable_configuration_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    result = notify(tmp_path, *args)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
+    assert TOKEN not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+def test_test_reports_per_url_whether_it_was_delivered(tmp_path: Path) -> None:
+    url_file = tmp_path / "urls"
+    dead = f"json://127.0.0.1:{closed_port()}/hook/{TOKEN}"
+    with receiving(TOKEN) as receiver:
+        url_file.write_text(f"{receiver.url}\n{dead}\n")
+        result = notify(tmp_path, "--test", "--to-file", str(url_file), "--hostname", "box")
+        assert [m["title"] for m in receiver.messages] == ["tfgpu-tui notify test from box"]
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == "json://127.0.0.1: delivered" and lines[1].startswith(
+        "json://127.0.0.1: NOT delivered"
+    )
+    assert TOKEN not in result.stdout + result.stderr
+
+
+def test_the_url_from_the_environment_works_and_help_shows_no_url(tmp_path: Path) -> None:
+    with receiving(TOKEN) as receiver:
+        env = dict(environment(tmp_path), TFGPU_TUI_NOTIFY=receiver.url)
+        result = notify(tmp_path, "--test", env=env)
+        assert result.returncode == 0 and len(receiver.messages) == 1
+        helped = notify(tmp_path, "--help", env=env)
+    assert "--to-file" in helped.stdout and TOKEN not in helped.stdout + result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_json_events_once_and_a_signal_ends_it_with_one_line(tmp_path: Path, signum: signal.Signals) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(FINISHED)
+    state = tmp_path / "notify-state.json"
+    with receiving(TOKEN) as receiver:
+        args = ["--json", "--log", str(log), "--state", str(state), "--interval", "0.5", "--to", receiver.url]
+        command = [sys.executable, "-m", "tfgpu_tui", "notify", *args]
+        child = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(tmp_path)
+        )
+        try:
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            wait_for(lambda: receiver.messages, timeout=60)
+            status = json.loads((tmp_path / "run" / "tfgpu-tui" / "notify.json").read_text())
+            child.send_signal(signum)
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+            child.wait()
+    event = json.loads(line)
+    assert event["event"] == "finished" and "epoch 2/2" in event["message"] and out == ""
+    assert [m["title"] for m in receiver.messages] == [event["title"]]
+    assert status["schemes"] == ["json"] and status["pid"] == child.pid
+    assert child.returncode == 0
+    assert err.splitlines()[-1] == f"tfgpu-tui notify: stopped by {signum.name}; 1 event(s) sent this run"
+    assert not (tmp_path / "run" / "tfgpu-tui" / "notify.json").exists()
+    assert TOKEN not in line + out + err + state.read_text()

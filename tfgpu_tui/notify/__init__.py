@@ -1,0 +1,1 @@
+"""`tfgpu-tui notify`: events from the GPU feed and the training logs, sent once each through Apprise."""

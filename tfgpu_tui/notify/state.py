@@ -1,0 +1,106 @@
+"""Which events were sent: each at most once while it holds, again only after it cleared and came back.
+
+Kept in a small JSON file, written atomically (a temporary file renamed over it), so a restarted notify
+does not repeat what it already sent. Conditions that take time to show again after a restart (a GPU idle
+for 30 minutes) are not taken as cleared until notify has watched for `settle_seconds`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from tfgpu_tui.notify.events import Event
+
+MAX_KEYS = 1000  # events remembered; the oldest are forgotten beyond that
+MAX_STATE_BYTES = 1024 * 1024
+VERSION = 1
+
+
+def default_state_path(environ: dict[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/tfgpu-tui/notify-state.json`, else `~/.local/state/tfgpu-tui/notify-state.json`."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "tfgpu-tui" / "notify-state.json"
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `text` to `path` through a temporary file in its directory renamed over it; raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fchmod(file.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class Ledger:
+    """The events sent and still holding, by key, with when each was sent.
+
+    Args:
+        path: the state file (None: kept in memory only).
+        settle_seconds: keys read from the file count as cleared only once absent after this long.
+        clock: wall-clock seconds.
+    """
+
+    def __init__(
+        self, path: Path | None, settle_seconds: float = 0.0, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = path
+        self.clock = clock
+        self.settle_until = clock() + settle_seconds
+        self.sent: dict[str, float] = {}
+        self._seen: set[str] = set()  # keys seen holding since this process started
+        self.load_problem = ""
+        if path is not None:
+            self.sent = self._load(path)
+
+    def _load(self, path: Path) -> dict[str, float]:
+        try:
+            if not path.is_file() or path.stat().st_size > MAX_STATE_BYTES:
+                return {}
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as error:
+            self.load_problem = f"the state file {path} could not be read ({error}); starting afresh"
+            return {}
+        sent = document.get("sent") if isinstance(document, dict) else None
+        if not isinstance(sent, dict):
+            return {}
+        return {k: float(v) for k, v in sent.items() if isinstance(k, str) and isinstance(v, (int, float))}
+
+    def save(self) -> None:
+        """Write the file now; raises OSError when it cannot be written."""
+        if self.path is not None:
+            write_atomically(self.path, json.dumps({"version": VERSION, "sent": self.sent}, indent=1) + "\n")
+
+    def due(self, holding: Iterable[Event]) -> list[Event]:
+        """Given every event that holds now, the ones to send (not sent since they last came); forgets the
+        ones that cleared. The caller saves after sending."""
+        current = {event.key: event for event in holding}
+        self._seen.update(current)
+        settled = self.clock() >= self.settle_until
+        for key in [k for k in self.sent if k not in current and (settled or k in self._seen)]:
+            del self.sent[key]
+            self._seen.discard(key)
+        return [event for key, event in current.items() if key not in self.sent]
+
+    def mark_sent(self, events: Iterable[Event]) -> None:
+        now = self.clock()
+        for event in events:
+            self.sent[event.key] = now
+        while len(self.sent) > MAX_KEYS:
+            del self.sent[min(self.sent, key=self.sent.__getitem__)]

@@ -1,0 +1,87 @@
+"""The notifier: for each snapshot of the feed, read the followed logs, find the events that hold, and hand
+the new ones (sent once while they hold, per the ledger) to `on_event`. Runs in notify's main thread, never
+in the feed's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.notify.events import Event, EventKind
+from tfgpu_tui.notify.gpu_events import GpuEvents
+from tfgpu_tui.notify.logs import LogSet
+from tfgpu_tui.notify.state import Ledger
+from tfgpu_tui.notify.training_events import TrainingEvents
+
+
+class Notifier:
+    """Events from the GPUs and the logs, once each.
+
+    Args:
+        gpus: GPU events from snapshots.
+        training: training events from log readings.
+        logs: the followed logs.
+        ledger: what was sent (and its state file).
+        enabled: the event kinds to send.
+        on_event: called with each event to send (print it, queue it for delivery).
+        report: prints one line on stderr.
+    """
+
+    def __init__(
+        self,
+        gpus: GpuEvents,
+        training: TrainingEvents,
+        logs: LogSet,
+        ledger: Ledger,
+        enabled: tuple[EventKind, ...],
+        on_event: Callable[[Event], None],
+        report: Callable[[str], None],
+    ) -> None:
+        self.gpus = gpus
+        self.training = training
+        self.logs = logs
+        self.ledger = ledger
+        self.enabled = frozenset(enabled)
+        self.on_event = on_event
+        self.report = report
+        self._save_failed = False
+        self._gpu_error_said = False
+
+    def holding(self, snapshot: Snapshot) -> list[Event]:
+        """Every enabled event that holds now."""
+        readings, notices = self.logs.read()
+        for notice in notices:
+            self.report(notice)
+        if snapshot.error is not None and not self._gpu_error_said:
+            self._gpu_error_said = True
+            self.report(f"no GPU to watch ({snapshot.error.message}); watching the training logs")
+        events = self.gpus.evaluate(snapshot, self.logs.last_growth())
+        for reading in readings:
+            events += self.training.evaluate(reading)
+        return [event for event in events if event.kind in self.enabled]
+
+    def step(self, snapshot: Snapshot) -> list[Event]:
+        """Handle one snapshot; returns the events sent for it."""
+        before = dict(self.ledger.sent)
+        due = self.ledger.due(self.holding(snapshot))
+        for event in due:
+            self.on_event(event)
+        self.ledger.mark_sent(due)
+        if self.ledger.sent != before:
+            self._save()
+        return due
+
+    def _save(self) -> None:
+        try:
+            self.ledger.save()
+        except OSError as error:
+            if not self._save_failed:
+                self._save_failed = True
+                self.report(
+                    f"cannot write the state file {self.ledger.path} ({error.strerror or error}); "
+                    "events may be sent again after a restart"
+                )
+            return
+        if self._save_failed:
+            self._save_failed = False
+            self.report(f"the state file {self.ledger.path} is written again")
