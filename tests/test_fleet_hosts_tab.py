@@ -9,6 +9,7 @@ import sys
 from dataclasses import replace
 
 from fleet_helpers import free_port, stop
+from textual.geometry import Region
 from textual.widgets import Static, TabbedContent
 from waiting import wait_until
 
@@ -19,6 +20,7 @@ from tfgpu_tui.ui.host_detail import HostDetailScreen
 from tfgpu_tui.ui.hosts import COLUMNS, HostsTab
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 
@@ -52,12 +54,14 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
             await pilot.press("5")
             tab = app.query_one(HostsTab)
             await wait_until(
-                pilot, lambda: len(tab._cells) == 3 and row(tab, keys[1])["State"] == "up", timeout=15
+                pilot,
+                lambda: len(tab._cells) == 3 and row(tab, keys[1])["State"] == "up SIMULATED",
+                timeout=15,
             )
             a = row(tab, keys[0])
             assert (a["Host"], a["State"], a["GPUs"], a["Address"]) == (
                 "gpu-a",
-                "up",
+                "up SIMULATED",  # an `export --demo`: its series say simulated="true"
                 "2× A100-SXM4-80GB",
                 keys[0],
             )
@@ -75,7 +79,7 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
             assert row(tab, keys[1])["Host"] == "gpu-b"  # still named, with its last known GPUs
             assert row(tab, keys[1])["GPUs"] == "2× A100-SXM4-80GB"
             children[1] = demo_exporter(ports[1], "gpu-b")
-            await wait_until(pilot, lambda: row(tab, keys[1])["State"] == "up", timeout=10)
+            await wait_until(pilot, lambda: row(tab, keys[1])["State"] == "up SIMULATED", timeout=10)
 
             table = app.query_one(HostsTable)
             table.move_to(keys[0])
@@ -135,3 +139,34 @@ async def test_an_update_right_after_enter_reaches_the_host_screen() -> None:
         assert row(tab, key)["Host"] == "gpu-z"
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, HostDetailScreen))
+
+
+async def test_at_80_columns_whole_columns_simulated_marked_and_enter_in_the_footer() -> None:
+    port = free_port()
+    key = f"127.0.0.1:{port}"
+    child = demo_exporter(port, "gpu-sim")
+    try:
+        app = TfgpuApp(Settings(demo=True, remote_hosts=(key,)))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("5")
+            tab = app.query_one(HostsTab)
+            table = app.query_one(HostsTable)
+            await wait_until(pilot, lambda: row(tab, key)["State"] == "up SIMULATED", timeout=15)
+            await wait_until(pilot, lambda: app.focused is table)
+            # the columns that fit are whole, the most needed first; no label is cut at the edge
+            shown = table.shown_columns
+            assert {"Host", "State", "Util", "Memory"} <= set(shown) and len(shown) < len(COLUMNS)
+            header, first = (strip.text for strip in table.render_lines(Region(0, 0, table.size.width, 2)))
+            assert header.split() == " ".join(shown).split() and len(header.rstrip()) <= table.size.width
+            assert first.startswith("gpu-sim") and "SIMULATED" in first
+            caption = str(app.query_one("#fleet-caption", Static).content)
+            assert caption.startswith("1 hosts, 1 up, 1 SIMULATED") and len(caption) <= 78
+            footer = str(app.query_one(KeyFooter).render())
+            assert "Open host" in footer and "Help" in footer
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))
+            await wait_until(pilot, lambda: app.screen.is_mounted)
+            title = app.screen.query_one("#host-title", Static)
+            await wait_until(pilot, lambda: "SIMULATED" in str(title.content))
+    finally:
+        stop(child)

@@ -26,10 +26,18 @@ def training_text(runs: tuple[TrainingSummary, ...]) -> str:
     return text + (f" (+{len(runs) - 1} more)" if len(runs) > 1 else "")
 
 
+def simulated(host: HostSnapshot) -> bool:
+    """Whether the host's GPUs come from an exporter's simulation (``export --demo``: series labelled
+    ``simulated="true"``)."""
+    return host.snapshot is not None and host.snapshot.simulated
+
+
 def state_text(host: HostSnapshot) -> Text:
-    """up, up with no GPU (and why), or DOWN and why."""
+    """up, up with no GPU (and why), or DOWN and why; an up host whose GPUs are simulated says SIMULATED."""
     if not host.up:
         return Text(f"DOWN: {host.reason or 'not answering'}", style="bold red")
-    if host.reason:
-        return Text(f"up, {host.reason}", style="yellow")
-    return Text("up", style="green")
+    text = Text(f"up, {host.reason}", style="yellow") if host.reason else Text("up", style="green")
+    if simulated(host):
+        text.append(" ")
+        text.append("SIMULATED", style="reverse")
+    return text

@@ -21,12 +21,14 @@ from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot
 from tfgpu_tui.fleet.readers import make_reader
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.host_detail import HostChanged, HostDetailScreen
-from tfgpu_tui.ui.host_text import state_text, training_text
+from tfgpu_tui.ui.host_text import simulated, state_text, training_text
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 
 COLUMNS = ("Host", "State", "GPUs", "Util", "Memory", "Scraped", "Worst alert", "Training", "Address")
 MAX_WIDTHS = {"State": 24, "GPUs": 20, "Worst alert": 30, "Training": 44}
+# Which columns stay when the width runs short (the host's screen, enter, shows everything).
+PRIORITY = ("Host", "State", "Util", "Memory", "Worst alert", "GPUs", "Training", "Scraped", "Address")
 SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
@@ -40,6 +42,22 @@ class FleetUpdated(Message):
     """A fresh FleetView from the fleet feed."""
 
     view: FleetView
+
+
+def caption_text(view: FleetView, width: int) -> str:
+    """The line above the table: the error if any, how many hosts are up (and simulated), then where they were
+    read from and how long it took, each only when it fits in `width` cells after what comes before it."""
+    up = sum(1 for h in view.hosts if h.up)
+    fake = sum(1 for h in view.hosts if simulated(h))
+    parts = [f"{len(view.hosts)} hosts, {up} up" + (f", {fake} SIMULATED" if fake else "")]
+    if view.error:
+        parts.insert(0, view.error)
+    text = " · ".join(parts)
+    for part in (f"from {view.source}", f"read in {view.read_ms:.0f} ms"):
+        if len(text) + 3 + len(part) > width:
+            break
+        text += f" · {part}"
+    return text
 
 
 def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
@@ -81,7 +99,7 @@ class HostsTab(DashboardTab):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the fleet…", id="fleet-caption")
-        yield HostsTable(COLUMNS, MAX_WIDTHS, id="hosts-table")
+        yield HostsTable(COLUMNS, MAX_WIDTHS, priority=PRIORITY, id="hosts-table")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._focus_if_shown)
@@ -109,13 +127,10 @@ class HostsTab(DashboardTab):
         """Show the view (rows added, removed, or repainted only where a cell changed), and send each open
         host screen its host's new state (handled once that screen has composed)."""
         self.view = view
-        up = sum(1 for h in view.hosts if h.up)
-        caption = f"{len(view.hosts)} hosts, {up} up · from {view.source} · read in {view.read_ms:.0f} ms"
-        caption += " · enter: open a host (read-only)"
-        if view.error:
-            caption = f"{view.error} · {caption}"
-        self.query_one("#fleet-caption", Static).update(
-            Text(caption, style="bold red" if view.error else ""), layout=False
+        caption = self.query_one("#fleet-caption", Static)
+        text = caption_text(view, caption.content_region.width or self.app.size.width - 2)
+        caption.update(
+            Text(text, style="bold red" if view.error else ""), layout=False
         )  # one line of fixed height: no re-layout of the screen
         rows = [(host.key, host_cells(host)) for host in view.hosts]
         self._cells = dict(rows)

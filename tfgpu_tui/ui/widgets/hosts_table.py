@@ -1,6 +1,7 @@
 """The Hosts table: a header line and one line per host, drawn through Textual's line API from a cache of
 rendered lines, so a refresh that changes a few cells re-renders only those rows (a DataTable re-renders every
-row on any change, which at 50 hosts every 2 s costs more than reading them)."""
+row on any change, which at 50 hosts every 2 s costs more than reading them). Columns that do not fit the
+width are left out, the least important first, so no column is ever cut off at the edge."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class HostsTable(ScrollView, can_focus=True):
         Binding("pagedown", "move(10)", "Page down", show=False),
         Binding("home", "move(-1000000)", "First", show=False),
         Binding("end", "move(1000000)", "Last", show=False),
-        Binding("enter", "choose", "Open", show=False),
+        Binding("enter", "choose", "Open host"),
     ]
 
     class Chosen(Message):
@@ -47,10 +48,15 @@ class HostsTable(ScrollView, can_focus=True):
         columns: tuple[str, ...],
         max_widths: dict[str, int] | None = None,
         *,
+        priority: tuple[str, ...] = (),
         id: str | None = None,  # noqa: A002
     ) -> None:
+        """`priority`: the columns from the most to the least important (the rest after them, in order);
+        the first is always shown."""
         super().__init__(id=id)
         self.columns = columns
+        ranked = [*priority, *(name for name in columns if name not in priority)]
+        self._ranking = [columns.index(name) for name in ranked]
         self._caps = [(max_widths or {}).get(name, MAX_WIDTH) for name in columns]
         self._rows: list[tuple[str, Cells]] = []
         self._widths = [len(c) for c in columns]
@@ -86,8 +92,31 @@ class HostsTable(ScrollView, can_focus=True):
         live = set(keys)
         for gone in [k for k in self._lines if k not in live]:
             del self._lines[gone]
-        self.virtual_size = Size(sum(self._widths) + GAP * (len(self._widths) - 1), len(rows) + 1)
+        self._fit()
         self.refresh()
+
+    @property
+    def shown_columns(self) -> tuple[str, ...]:
+        """The columns that fit the table's width, in table order."""
+        return tuple(self.columns[i] for i in self._shown())
+
+    def _shown(self) -> tuple[int, ...]:
+        room = self.scrollable_content_region.width or self.size.width
+        chosen: list[int] = []
+        used = -GAP
+        for index in self._ranking:
+            if not chosen or used + GAP + self._widths[index] <= room:
+                chosen.append(index)
+                used += GAP + self._widths[index]
+        return tuple(sorted(chosen))
+
+    def _fit(self) -> None:
+        shown = self._shown()
+        width = sum(self._widths[i] for i in shown) + GAP * (len(shown) - 1)
+        self.virtual_size = Size(width, len(self._rows) + 1)
+
+    def on_resize(self) -> None:
+        self._fit()
 
     def move_to(self, key: str) -> None:
         """Put the cursor on this host's row."""
@@ -128,24 +157,24 @@ class HostsTable(ScrollView, can_focus=True):
     on_blur = on_focus
 
     # -- rendering ----------------------------------------------------------------------------------------
-    def _render_row(self, cells: Cells, style_name: str | None) -> Strip:
+    def _render_row(self, cells: Cells, shown: tuple[int, ...], style_name: str | None) -> Strip:
         line = Text(end="", no_wrap=True)
-        for i, (cell, width) in enumerate(zip(cells, self._widths, strict=True)):
-            text = _text(cell)
-            text.truncate(width, overflow="ellipsis", pad=True)
+        for position, index in enumerate(shown):
+            text = _text(cells[index])
+            text.truncate(self._widths[index], overflow="ellipsis", pad=True)
             line.append_text(text)
-            if i < len(self._widths) - 1:
+            if position < len(shown) - 1:
                 line.append(" " * GAP)
         if style_name is not None:
             line.stylize(self.get_component_rich_style(style_name))
-        total = sum(self._widths) + GAP * (len(self._widths) - 1)
-        return Strip(line.render(self.app.console), line.cell_len).extend_cell_length(total)
+        return Strip(line.render(self.app.console), line.cell_len).extend_cell_length(self.virtual_size.width)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
+        shown = self._shown()
         if y == 0:
-            strip = self._render_row(self.columns, "hosts-table--header")
+            strip = self._render_row(self.columns, shown, "hosts-table--header")
             return strip.extend_cell_length(
                 scroll_x + width, self.get_component_rich_style("hosts-table--header")
             )
@@ -154,10 +183,10 @@ class HostsTable(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         key, cells = self._rows[index]
         selected = index == self._cursor
-        look = (cells, tuple(self._widths), selected, self.has_focus)
+        look = (cells, tuple(self._widths), shown, selected, self.has_focus)
         cached = self._lines.get(key)
         if cached is None or cached[0] != look:
             style = "hosts-table--cursor" if selected else None
-            cached = (look, self._render_row(cells, style))
+            cached = (look, self._render_row(cells, shown, style))
             self._lines[key] = cached
         return cached[1].crop(scroll_x, scroll_x + width)
