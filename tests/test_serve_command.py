@@ -78,6 +78,25 @@ def test_session_arguments_take_global_options_before_or_after_serve(tmp_path: P
     assert session_arguments(after, settings) == [*expected, "--log-root", str(tmp_path.resolve())]
 
 
+def test_demo_gpus_reaches_the_sessions_before_or_after_serve(tmp_path: Path) -> None:
+    settings = Settings(log_root=tmp_path)
+    for argv in (["--demo-gpus", "8", "serve"], ["serve", "--demo-gpus", "8"]):
+        arguments = session_arguments(parse(argv), settings)
+        assert arguments[:2] == ["--demo-gpus", "8"], argv
+
+
+def test_demo_gpus_out_of_range_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        main(["serve", "--demo-gpus", "99"])
+    assert exit_status.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line.startswith("tfgpu-tui serve: ")
+        and "--demo-gpus" in line
+        and "(see: tfgpu-tui serve --help)" in line
+    )
+
+
 def test_sessions_get_least_privilege_and_the_given_log_root(tmp_path: Path) -> None:
     arguments = session_arguments(parse(["serve", "--allow-code"]), Settings(log_root=tmp_path / "runs"))
     assert arguments == ["--least-privilege", "--allow-code", "--log-root", str(tmp_path.resolve() / "runs")]
@@ -132,8 +151,8 @@ AUTH = {"Authorization": f"token {TOKEN.value}"}
 @asynccontextmanager
 async def web_client(host: str = "127.0.0.1", public_url: str | None = None) -> AsyncIterator[TestClient]:
     """A client for DashboardServer's web app (no app session is started by these requests)."""
-    server = DashboardServer("true", host=host, port=8000, public_url=public_url, token=TOKEN)
-    async with TestClient(TestServer(await server._make_app())) as client:
+    server = DashboardServer(["true"], host=host, port=8000, public_url=public_url, token=TOKEN)
+    async with TestClient(TestServer(server.web_app())) as client:
         yield client
 
 

@@ -63,9 +63,9 @@ def _references(text: str) -> list[str]:
 
 async def test_the_page_and_its_styles_reference_no_other_origin() -> None:
     """textual-serve's stock page loads its font from fonts.googleapis.com."""
-    server = DashboardServer("true", host="127.0.0.1", port=8000, token=TOKEN)
+    server = DashboardServer(["true"], host="127.0.0.1", port=8000, token=TOKEN)
     auth = {"Authorization": f"token {TOKEN.value}", "Host": "127.0.0.1:8000"}
-    async with TestClient(TestServer(await server._make_app())) as client:
+    async with TestClient(TestServer(server.web_app())) as client:
         page = await (await client.get("/", headers=auth)).text()
         references = _references(page)
         styles = [ref for ref in references if ref.endswith(".css")]

@@ -1,5 +1,8 @@
-"""The web server behind `tfgpu-tui serve`: textual-serve's Server, hardened for a dashboard that can see
-processes and logs.
+"""The web server behind `tfgpu-tui serve`, on aiohttp, for a dashboard that can see processes and logs.
+
+Each browser tab gets a session (web_session.py): a dashboard process run by Textual's web driver. The page
+is web_page/app_index.html; the terminal in it is textual-serve's browser client (its script, styles and
+font, served from its installed package under /static/). The server's guards:
 
 - **A secret token**, as Jupyter does: `/?token=...` (or an `Authorization: token ...` header) is exchanged
   for an HttpOnly, SameSite=Strict cookie; every path answers 401 (the websocket 403) without one of them.
@@ -10,9 +13,10 @@ processes and logs.
 - **Origin**: the websocket needs an `Origin` equal to the page's own origin (scheme, host and port); a
   client that sends none is refused too (loopback is no boundary between local users).
 - **Sessions**: at most `max_sessions` at once; a session ends with its websocket, and its process, its
-  process group and every process it started end with it.
-- **Nothing leaves the machine**: the page (web_page/app_index.html) uses only what this server serves, the
-  font included (textual-serve's stock page loads it from Google Fonts).
+  process group and every process it started end with it. Browser messages are at most 64 KiB, sizes are
+  bounded, anything malformed is ignored.
+- **Nothing leaves the machine**: the page uses only what this server serves, the font included.
+- **Downloads** (the Environment report) are sent once each, as attachments, never rendered on this origin.
 - **No secret in a log**: the URL with the token is printed once the socket is bound; access lines carry the
   path without its query string, and logging shows no tracebacks with local variables.
 
@@ -22,34 +26,33 @@ The command line (`commands/serve.py`) imports this module; this module imports 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
+import html
 import ipaddress
 import json
 import logging
 import os
-import shlex
 import signal
 import socket
+import string
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psutil
 from aiohttp import WSMsgType, web
 from aiohttp.abc import AbstractAccessLogger
-from textual_serve.app_service import AppService
-from textual_serve.server import Server, to_int
+
+from tfgpu_tui.web_session import TOKEN_ENV_VAR, Session
+
+__all__ = ["TOKEN_ENV_VAR", "DashboardServer", "Token", "is_loopback"]
 
 log = logging.getLogger("tfgpu-tui.serve")
-TOKEN_ENV_VAR = "TFGPU_TUI_TOKEN"
-PAGE_TEMPLATES = Path(__file__).resolve().parent / "web_page"  # app_index.html: no third-party origin
+PAGE_FOLDER = Path(__file__).resolve().parent / "web_page"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-QUIT_GRACE_SECONDS = 3.0
-TERM_GRACE_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_COLUMNS, MAX_ROWS = 500, 200
 COOKIE_PURPOSE = b"tfgpu-tui session cookie"
@@ -57,6 +60,11 @@ LOGIN_HELP = (
     "tfgpu-tui: this dashboard needs its access token. Open the URL that `tfgpu-tui serve` printed when it "
     "started (it ends in ?token=...).\n"
 )
+
+
+def client_files() -> Path:
+    """textual-serve's browser client (js/textual.js, css/xterm.css, fonts/), from its installed package."""
+    return Path(str(files("textual_serve").joinpath("static")))
 
 
 def is_loopback(host: str) -> bool:
@@ -150,99 +158,43 @@ def _public_origin(public_url: str | None) -> str | None:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-class SessionService(AppService):
-    """One browser session's dashboard process: started in a new session (process group) without the
-    server's token in its environment, and stopped with every process it started."""
-
-    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
-        environment = self._build_environment(width=width, height=height)
-        environment.pop(TOKEN_ENV_VAR, None)
-        self._process = process = await asyncio.create_subprocess_exec(
-            *shlex.split(self.command),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=environment,
-            start_new_session=True,
-        )
-        assert process.stdin is not None
-        self._stdin = process.stdin
-        return process
-
-    def descendants(self) -> list[psutil.Process]:
-        """Every process the session's process started (children of children included), while it lives."""
-        if self._process is None:
-            return []
-        try:
-            return psutil.Process(self._process.pid).children(recursive=True)
-        except psutil.Error:
-            return []
-
-    async def stop(self) -> None:
-        """Ask the dashboard to quit; if it has not within a few seconds, end its process group; then end
-        whatever it started (its probe and check children lead process groups of their own)."""
-        process = self._process
-        started = self.descendants()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(super().stop()), QUIT_GRACE_SECONDS)
-        if process is not None and process.returncode is None:
-            await _end_group(process)
-        end_processes(started + self.descendants())
-
-
-async def _end_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, SIGKILL it if it is still there after a grace period."""
-    for sig, grace in ((signal.SIGTERM, TERM_GRACE_SECONDS), (signal.SIGKILL, TERM_GRACE_SECONDS)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), grace)
-            return
-
-
-def end_processes(processes: list[psutil.Process]) -> None:
-    """SIGKILL each process still running (psutil checks it is the same process, not a reused PID), and
-    the group it leads."""
-    for process in processes:
-        with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
-            if process.is_running():
-                if os.getpgid(process.pid) == process.pid:
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.kill()
-
-
-class DashboardServer(Server):
-    """textual-serve's Server with the checks above."""
+class DashboardServer:
+    """The web server: the checks above in front of the page, its static files, downloads and sessions."""
 
     def __init__(
         self,
-        command: str,
+        command: Sequence[str],
         host: str,
         port: int,
         public_url: str | None = None,
         token: Token | None = None,
         max_sessions: int = 3,
     ) -> None:
-        super().__init__(
-            command,
-            host=host,
-            port=port,
-            title="tfgpu-tui",
-            public_url=public_url,
-            templates_path=PAGE_TEMPLATES,
-        )
-        self._fixed_public_url = public_url
+        self.command = list(command)
+        self.host = host
+        self.port = port
+        self.public_url = public_url
         self._public_origin = _public_origin(public_url)
         self.hosts = HostPolicy(host, public_url)
         self.token = token or Token(os.urandom(32).hex(), "generated")
         self.cookie_name = f"tfgpu-tui-{port}"
         self._cookie_value = hmac.new(self.token.value.encode(), COOKIE_PURPOSE, hashlib.sha256).hexdigest()
         self.max_sessions = max_sessions
-        self.sessions: set[object] = set()  # a placeholder while starting, then the SessionService
+        self.sessions: set[Session] = set()
+        self.page = string.Template((PAGE_FOLDER / "app_index.html").read_text(encoding="utf-8"))
 
-    async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.middlewares.append(self._guard)
+    def web_app(self) -> web.Application:
+        """The aiohttp application: every route behind the guard."""
+        app = web.Application(middlewares=[self._guard])
+        app.add_routes(
+            [
+                web.get("/", self.handle_index),
+                web.get("/ws", self.handle_websocket),
+                web.get("/download/{key}", self.handle_download),
+                web.static("/static", client_files()),
+            ]
+        )
+        app.on_shutdown.append(self.on_shutdown)
         return app
 
     # ----- checks -----
@@ -281,7 +233,7 @@ class DashboardServer(Server):
         return await handler(request)
 
     # ----- handlers -----
-    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+    async def handle_index(self, request: web.Request) -> web.Response:
         """With `?token=`: set the cookie and redirect to the bare page (the token leaves the address bar).
         Otherwise the page, pointing the browser back at the address it used (unless a public URL is set)."""
         if "token" in request.query:
@@ -295,9 +247,15 @@ class DashboardServer(Server):
                 secure=request.secure or (self._public_origin or "").startswith("https:"),
             )
             return response
-        if self._fixed_public_url is None:
-            self.public_url = f"{request.scheme}://{request.host}"
-        return await super().handle_index(request)
+        origin = self._public_origin or f"{request.scheme}://{request.host}"
+        websocket_url = ("wss:" if origin.startswith("https:") else "ws:") + origin.partition(":")[2] + "/ws"
+        page = self.page.substitute(
+            title="tfgpu-tui",
+            static_url="/static/",
+            websocket_url=html.escape(websocket_url),
+            font_size=min(max(_whole(request.query.get("fontsize"), 16), 6), 64),
+        )
+        return web.Response(text=page, content_type="text/html")
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One dashboard process per websocket, while fewer than `max_sessions` are open."""
@@ -306,83 +264,66 @@ class DashboardServer(Server):
                 text=f"tfgpu-tui: {self.max_sessions} sessions are open already (--max-sessions); "
                 "close one and reload.\n"
             )
-        slot = object()
-        self.sessions.add(slot)
         websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE_BYTES)
-        width = min(max(to_int(request.query.get("width", "80"), 80), 1), MAX_COLUMNS)
-        height = min(max(to_int(request.query.get("height", "24"), 24), 1), MAX_ROWS)
-        service: SessionService | None = None
+        session = Session(self.command, websocket)
+        self.sessions.add(session)
         try:
             await websocket.prepare(request)
-            service = SessionService(
-                self.command,
-                write_bytes=websocket.send_bytes,
-                write_str=websocket.send_str,
-                close=websocket.close,  # type: ignore[arg-type]  # returns a bool, which is ignored
-                download_manager=self.download_manager,
-                debug=self.debug,
+            query = request.query
+            await session.start(
+                *terminal_size(_whole(query.get("width"), 80), _whole(query.get("height"), 24))
             )
-            self.sessions.discard(slot)
-            self.sessions.add(service)
-            await service.start(width, height)
-            await self._process_messages(websocket, service)
+            await relay_browser(websocket, session)
         except asyncio.CancelledError:
             await websocket.close()
+            raise
         except Exception:  # a session that cannot start must not take the server down
             log.exception("tfgpu-tui: session failed")
         finally:
-            self.sessions.discard(slot)
-            if service is not None:
-                await service.stop()
-                self.sessions.discard(service)
+            await session.stop()
+            self.sessions.discard(session)
         return websocket
 
-    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
-        """The browser's messages (see textual-serve's page script); anything malformed is ignored."""
-        async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                envelope = json.loads(message.data)
-            except ValueError:
-                continue
-            if not isinstance(envelope, list) or not envelope:
-                continue
-            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-            if kind == "stdin" and isinstance(data, str):
-                await app_service.send_bytes(data.encode("utf-8"))
-            elif kind == "resize" and isinstance(data, dict):
-                width, height = data.get("width"), data.get("height")
-                if isinstance(width, int) and isinstance(height, int):
-                    await app_service.set_terminal_size(
-                        min(max(width, 1), MAX_COLUMNS), min(max(height, 1), MAX_ROWS)
-                    )
-            elif kind == "ping" and isinstance(data, str) and len(data) <= 64:
-                await websocket.send_json(["pong", data])
-            elif kind == "blur":
-                await app_service.blur()
-            elif kind == "focus":
-                await app_service.focus()
+    async def handle_download(self, request: web.Request) -> web.StreamResponse:
+        """A file a session offered (the Environment report): sent once, always as an attachment."""
+        key = request.match_info["key"]
+        for session in list(self.sessions):
+            if (download := session.take_download(key)) is not None:
+                break
+        else:
+            raise web.HTTPNotFound(
+                text="tfgpu-tui: no such download (each is sent once, while its tab is open).\n"
+            )
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": download.content_type,
+                "Content-Disposition": f"attachment; filename={download.file_name}",
+                "X-Content-Type-Options": "nosniff",
+            }
+        )
+        await response.prepare(request)
+        async for chunk in session.download_chunks(key, download):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """End every session still open."""
+        await asyncio.gather(*(session.stop() for session in list(self.sessions)), return_exceptions=True)
 
     # ----- serving -----
-    def initialize_logging(self) -> None:
-        """Plain lines on stderr (textual-serve's handler shows tracebacks with local variables, which can
-        hold the token); access lines come from AccessLog."""
+    def serve(self) -> None:
+        """Bind, then say where to point the browser, and serve until SIGINT or SIGTERM. An address that
+        cannot be bound raises OSError before anything is printed."""
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("tfgpu-tui serve: %(message)s"))
         root = logging.getLogger()
         root.handlers[:] = [handler]
-        root.setLevel(logging.DEBUG if self.debug else logging.INFO)
-
-    def serve(self, debug: bool = False) -> None:
-        """Bind, then say where to point the browser, and serve until SIGINT or SIGTERM. An address that
-        cannot be bound raises OSError before anything is printed."""
-        self.debug = debug
-        self.initialize_logging()
+        root.setLevel(logging.INFO)
         asyncio.run(self._serve_until_stopped())
 
     async def _serve_until_stopped(self) -> None:
-        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log_class=AccessLog)
+        runner = web.AppRunner(self.web_app(), handle_signals=False, access_log_class=AccessLog)
         await runner.setup()
         try:
             await web.TCPSite(runner, self.host, self.port).start()
@@ -399,17 +340,47 @@ class DashboardServer(Server):
         """Say where to point the browser (with the token, unless the user supplied it)."""
         host = socket.gethostname() if self.hosts.wildcard else self.host
         host = f"[{host}]" if ":" in host else host
-        base = (self._fixed_public_url or f"http://{host}:{self.port}").rstrip("/")
+        base = (self.public_url or f"http://{host}:{self.port}").rstrip("/")
         if self.token.generated:
             print(f"tfgpu-tui: open {base}/?token={self.token.value}", flush=True)
         else:
             print(f"tfgpu-tui: open {base}/?token=<the token from {self.token.source}>", flush=True)
         print(f"tfgpu-tui: at most {self.max_sessions} sessions; Ctrl+C stops the server", flush=True)
 
-    async def on_startup(self, app: web.Application) -> None:
-        """Nothing (textual-serve prints its banner here, before the socket is bound)."""
 
-    async def on_shutdown(self, app: web.Application) -> None:
-        """End every session still open."""
-        services = [s for s in self.sessions if isinstance(s, SessionService)]
-        await asyncio.gather(*(service.stop() for service in services), return_exceptions=True)
+def _whole(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def terminal_size(columns: int, rows: int) -> tuple[int, int]:
+    """A size the browser asked for, within 1..MAX_COLUMNS x 1..MAX_ROWS."""
+    return min(max(columns, 1), MAX_COLUMNS), min(max(rows, 1), MAX_ROWS)
+
+
+async def relay_browser(websocket: web.WebSocketResponse, session: Session) -> None:
+    """The browser's messages (the JSON lists textual-serve's page script sends) to the dashboard; anything
+    malformed is ignored."""
+    async for message in websocket:
+        if message.type != WSMsgType.TEXT:
+            continue
+        try:
+            envelope = json.loads(message.data)
+        except ValueError:
+            continue
+        if not isinstance(envelope, list) or not envelope:
+            continue
+        kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+        if kind == "stdin" and isinstance(data, str):
+            await session.send_keys(data)
+        elif kind == "resize" and isinstance(data, dict):
+            width, height = data.get("width"), data.get("height")
+            if isinstance(width, int) and isinstance(height, int):
+                columns, rows = terminal_size(width, height)
+                await session.send_meta({"type": "resize", "width": columns, "height": rows})
+        elif kind == "ping" and isinstance(data, str) and len(data) <= 64:
+            await websocket.send_json(["pong", data])
+        elif kind in ("blur", "focus"):
+            await session.send_meta({"type": kind})

@@ -1,6 +1,6 @@
-"""`tfgpu-tui serve`: the dashboard in a web browser, through textual-serve.
+"""`tfgpu-tui serve`: the dashboard in a web browser.
 
-textual-serve runs one dashboard process per browser session: `<this python> -m tfgpu_tui <options>`, built
+The server runs one dashboard process per browser session: `<this python> -m tfgpu_tui <options>`, built
 here as an argument list. This module is the command line; the server (web_server.py, which imports nothing
 from here) asks for a secret token, checks Host and Origin, and
 limits the number of sessions; each session runs with least privilege (access.py) unless `--allow-kill` /
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shlex
 import stat
 import sys
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from tfgpu_tui.access import policy_from_settings
 from tfgpu_tui.cli import (
     add_access_options,
     add_dashboard_options,
+    add_demo_gpus_option,
     dashboard_option_refusal,
     settings_from_args,
     whole_in,
@@ -114,6 +114,8 @@ def session_arguments(args: argparse.Namespace, settings: Settings | None = None
     argv: list[str] = []
     if getattr(args, "demo", False):
         argv.append("--demo")
+    if getattr(args, "demo_gpus", None) is not None:
+        argv += ["--demo-gpus", str(args.demo_gpus)]
     if getattr(args, "readonly", False):
         argv.append("--readonly")
     for option, dest in (("--interval", "interval"), ("--python", "python")):
@@ -142,7 +144,7 @@ def _least(settings: Settings) -> Settings:
 
 
 def session_command(arguments: list[str], python: str | None = None) -> list[str]:
-    """The argument list textual-serve runs per browser session."""
+    """The argument list the server runs per browser session."""
     return [python or sys.executable, "-m", "tfgpu_tui", *arguments]
 
 
@@ -179,6 +181,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"browser sessions open at once (default {DEFAULT_MAX_SESSIONS}, {MAX_SESSIONS.describe()})",
     )
     add_dashboard_options(parser, after_command=True)  # global options given after `serve`, for the sessions
+    add_demo_gpus_option(parser, after_command=True)
     add_access_options(parser, default=argparse.SUPPRESS, least_privilege_switch=False)
     parser.set_defaults(func=run)
 
@@ -201,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         root = Path(arguments[arguments.index("--log-root") + 1])
         print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
     server = DashboardServer(
-        shlex.join(session_command(arguments)),
+        session_command(arguments),
         host=args.host,
         port=args.port,
         public_url=args.public_url,
