@@ -38,6 +38,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def kernel_scenario(pid: int) -> str:
+    """GPU 0 with BASE_MIB of its own, and HELD_MIB held by `pid` at 0 % SM."""
+    return (
+        f'device name="NVIDIA H200" total_mib=143771 base_used_mib={BASE_MIB} util=0\n'
+        f"process gpu=0 pid={pid} used_mib={HELD_MIB} sm=0\n"
+    )
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("jupyter")
@@ -60,10 +68,7 @@ def sampler_for(server: JupyterServer, scenario, monkeypatch: pytest.MonkeyPatch
     def make(notebook: str, settings: Settings | None = None):  # type: ignore[no-untyped-def]
         kernel_id = server.open_notebook(notebook)
         (pid,) = server.kernel_pids(kernel_id)
-        scenario(
-            f'device name="NVIDIA H200" total_mib=143771 base_used_mib={BASE_MIB} util=0\n'
-            f"process gpu=0 pid={pid} used_mib={HELD_MIB} sm=0\n"
-        )
+        scenario(kernel_scenario(pid))
         sampler = Sampler(
             settings or Settings(kill_grace_seconds=5), NvmlSource(), HostInspector(background=False)
         )
@@ -157,9 +162,7 @@ def test_gpus_json_gives_the_kernels_jupyter_fields(
     kernel_id = server.open_notebook("work/json.ipynb")
     (pid,) = server.kernel_pids(kernel_id)
     scenario = tmp_path / "scenario.txt"
-    scenario.write_text(
-        f'device name="NVIDIA H200" total_mib=143771\nprocess gpu=0 pid={pid} used_mib={HELD_MIB}\n'
-    )
+    scenario.write_text(kernel_scenario(pid))
     env = {
         **os.environ,
         "LD_LIBRARY_PATH": str(fakenvml_lib_dir),
@@ -180,3 +183,40 @@ def test_gpus_json_gives_the_kernels_jupyter_fields(
     assert row["jupyter"]["server_url"] == server.url
     assert row["jupyter"]["actions"] == ["shutdown", "restart"]
     assert psutil.pid_exists(pid)
+
+
+async def test_the_dialogs_s_key_shuts_the_kernel_down_from_the_monitor(
+    server: JupyterServer, scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from monitor_helpers import record_notifications, select_pid, shown_pids
+    from textual.widgets import OptionList
+    from waiting import wait_until
+
+    from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.ui.monitor import MonitorTab
+    from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
+    kernel_id = server.open_notebook("work/ui.ipynb")
+    (pid,) = server.kernel_pids(kernel_id)
+    scenario(kernel_scenario(pid))
+    app = TfgpuApp(Settings(interval=0.5))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: pid in shown_pids(app), timeout=HANG_GUARD_SECONDS)
+        await select_pid(pilot, pid)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill), timeout=HANG_GUARD_SECONDS)
+        choices = app.screen.query_one(OptionList)
+        prompts = [str(choices.get_option_at_index(i).prompt) for i in range(choices.option_count)]
+        assert prompts[0].startswith("[s] Shut down kernel") and prompts[1].startswith("[r] Restart kernel")
+        assert [p[:3] for p in prompts[2:]] == ["[t]", "[9]", "[i]", "[es"]
+        notifications = record_notifications(app)
+        await pilot.press("s")
+        tab = app.query_one(MonitorTab)
+        await wait_until(
+            pilot, lambda: not tab.kill_running and "shut down" in tab.kill_status, HANG_GUARD_SECONDS
+        )
+        assert f"{HELD_MIB} MiB freed" in tab.kill_status and "no longer lists it" in tab.kill_status
+        assert any("shut down" in message for _title, message in notifications)
+        await wait_until(pilot, lambda: pid not in shown_pids(app), timeout=HANG_GUARD_SECONDS)
+    assert kernel_id not in server.listed_kernels()

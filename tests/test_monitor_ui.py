@@ -18,7 +18,7 @@ from monitor_helpers import (
     wait_for_table,
 )
 from textual.pilot import Pilot
-from textual.widgets import Button
+from textual.widgets import OptionList
 from waiting import wait_until
 
 from tfgpu_tui.gpu.model import NvmlUnavailable
@@ -173,11 +173,12 @@ async def test_kill_confirmed_ends_the_process_and_frees_memory() -> None:
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
         dialog = app.screen
-        assert app.focused is dialog.query_one("#cancel", Button)
+        choices = dialog.query_one(OptionList)
+        assert app.focused is choices and choices.highlighted_option.id == "cancel"
         body = str(dialog.query_one("#confirm-kill-body").render())
         assert f"PID {KERNEL}" in body and "ipykernel_launcher" in body and "18.0 GiB on GPU 1" in body
         notifications = record_notifications(app)
-        await pilot.click("#kill")
+        await pilot.press("t")  # SIGTERM, by its key
         await wait_until(
             pilot, lambda: not tab.kill_running and "freed" in tab.kill_status.lower(), timeout=10
         )

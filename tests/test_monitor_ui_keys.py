@@ -7,7 +7,7 @@ import signal
 
 from monitor_helpers import FAST, MonitorOnly, shown_pids
 from textual.pilot import Pilot
-from textual.widgets import Button, RadioSet
+from textual.widgets import OptionList
 from waiting import wait_until
 
 from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -61,7 +61,7 @@ async def test_left_right_scroll_only_the_command_and_the_detail_shows_it_whole(
         assert "PID 43007" in str(app.query_one("#process-detail").render())
 
 
-async def test_end_k_targets_the_last_row_and_arrows_and_tab_move_between_buttons() -> None:
+async def test_end_k_targets_the_last_row_and_arrows_move_between_actions() -> None:
     app = demo_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await started(pilot)
@@ -72,18 +72,29 @@ async def test_end_k_targets_the_last_row_and_arrows_and_tab_move_between_button
         assert dialog.row.pid == last and f"PID {last}" in str(
             dialog.query_one("#confirm-kill-body").render()
         )
-        kill_button, cancel = dialog.query_one("#kill", Button), dialog.query_one("#cancel", Button)
-        assert app.focused is cancel
+        choices = dialog.query_one(OptionList)
+
+        def highlighted() -> str | None:
+            option = choices.highlighted_option
+            return option.id if option else None
+
+        assert app.focused is choices and highlighted() == "cancel"  # the demo has no Jupyter server to ask
         await pilot.press("left")
-        assert app.focused is kill_button
+        assert highlighted() == "SIGINT"
         await pilot.press("right")
-        assert app.focused is cancel
+        assert highlighted() == "cancel"
         await pilot.press("right")  # wraps round
-        assert app.focused is kill_button
-        await pilot.press("tab")
-        assert app.focused is cancel
-        await pilot.press("tab")  # on to the signal choice, then back to the buttons
-        assert isinstance(app.focused, RadioSet)
+        assert highlighted() == "SIGTERM"
+        await pilot.press("down", "up", "up")  # the list's own keys, wrapping too
+        assert highlighted() == "cancel"
+        await pilot.press("enter")  # Enter on Cancel ends nothing
+        assert not isinstance(app.screen, ConfirmKill) and last in shown_pids(app)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
+        await pilot.press(
+            "k", "s", "r"
+        )  # a second `k` is no action here, nor are the kernel keys for a non-kernel
+        assert isinstance(app.screen, ConfirmKill)
         await pilot.press("escape")
         assert not isinstance(app.screen, ConfirmKill) and last in shown_pids(app)
 
@@ -107,15 +118,14 @@ async def test_the_signal_chosen_in_the_dialog_is_sent() -> None:
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
         dialog = app.screen
+        assert "Nothing is sent" in str(dialog.query_one("#confirm-kill-body").render())  # on Cancel
+        await pilot.press("up", "up", "up")  # from Cancel up to SIGTERM
         assert "SIGTERM now, SIGKILL if it is still alive after" in str(
             dialog.query_one("#confirm-kill-body").render()
         )
-        await pilot.click("#confirm-kill-signal RadioButton", offset=(2, 1))  # the second choice: SIGKILL
-        await pilot.pause()
-        assert dialog.signal == signal.SIGKILL
+        await pilot.press("down")
+        assert dialog.choice == signal.SIGKILL
         assert "SIGKILL now" in str(dialog.query_one("#confirm-kill-body").render())
-        await pilot.press("tab")  # from the choice on to Kill
-        assert app.focused is dialog.query_one("#kill", Button)
         await pilot.press("enter")
         await wait_until(pilot, lambda: not tab.kill_running and "SIGKILL" in tab.kill_status, timeout=10)
         assert sent == [(last, signal.SIGKILL)]

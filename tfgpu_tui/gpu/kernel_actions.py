@@ -99,7 +99,7 @@ def action_refusal(row: ProcessRow, settings: Settings) -> str | None:
     if settings.least_privilege:
         return "a session with least privilege does not use a Jupyter server's token"
     if not kernel.server_url:
-        return f"no Jupyter server that lists kernel {kernel.kernel_id} could be asked with a token"
+        return "no Jupyter server that lists this kernel could be asked with a token"
     if not row.local or row.create_time is None:
         return f"PID {row.pid} is not a process of this machine or container with a known start time"
     return None

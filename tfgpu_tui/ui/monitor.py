@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, work
@@ -44,6 +45,9 @@ from tfgpu_tui.ui.widgets.process_table import (
     is_descending,
     sort_caption,
 )
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.kernel_actions import KillChoice
 
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
@@ -594,20 +598,24 @@ class MonitorTab(DashboardTab):
 
         from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill  # loaded when first needed
 
-        def confirmed(first_signal: signal.Signals | None) -> None:
-            if first_signal is not None:
-                self._run_kill(row, first_signal)
+        def confirmed(choice: KillChoice | None) -> None:
+            if choice is not None:
+                self._run_kill(row, choice)
 
-        self.app.push_screen(ConfirmKill(row, self.settings.kill_grace_seconds), confirmed)
+        self.app.push_screen(ConfirmKill(row, self.settings.kill_grace_seconds, self.settings), confirmed)
 
-    def _run_kill(self, row: ProcessRow, first_signal: signal.Signals = signal.SIGTERM) -> None:
+    def _run_kill(self, row: ProcessRow, choice: KillChoice = signal.SIGTERM) -> None:
+        from tfgpu_tui.gpu.kernel_actions import choice_label  # the kill path loads when first used
+
         self.kill_running = True
-        self._set_kill_status(Text(f"Killing PID {row.pid} ({first_signal.name})…"), None)
-        self._kill_worker(row, first_signal)
+        self._set_kill_status(Text(f"Ending PID {row.pid} ({choice_label(choice)})…"), None)
+        self._kill_worker(row, choice)
 
     @work(thread=True, group="monitor-kill", exit_on_error=False)
-    def _kill_worker(self, row: ProcessRow, first_signal: signal.Signals) -> None:
+    def _kill_worker(self, row: ProcessRow, choice: KillChoice) -> None:
         """Run the blocking kill (signals, grace period, memory check) off the event loop."""
+        from tfgpu_tui.gpu.kernel_actions import end_process
+
         sampler = self._sampler
         if sampler is None:
             return
@@ -616,7 +624,7 @@ class MonitorTab(DashboardTab):
             self.post_message(KillProgress(text))
 
         try:
-            outcome = sampler.kill(row, progress, first_signal)
+            outcome = end_process(sampler, row, choice, progress)  # a signal, or a kernel action
         except Exception as error:  # noqa: BLE001 - report it rather than lose it in a dead worker
             outcome = KillOutcome(row.pid, KillResult.ERROR, f"Killing PID {row.pid} failed: {error!r}")
         self.post_message(KillFinished(outcome))
