@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from waiting import wait_for
 
+from tfgpu_tui.children import stop_all
 from tfgpu_tui.env.checks import evaluate
-from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.env.tf_inspection import InspectionRun, inspect_tensorflow, run_inspection

@@ -12,7 +12,7 @@ from monitor_helpers import record_notifications
 from waiting import wait_until
 
 from tfgpu_tui.access import WRITES_REFUSED
-from tfgpu_tui.bounded_output import TAIL_BYTES, BoundedCapture
+from tfgpu_tui.children import TAIL_BYTES, BoundedCapture
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.trial_runner import TrialRunner
 from tfgpu_tui.settings import Settings

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tfgpu_tui.env.children import run_child
+from tfgpu_tui.children import run_child
 from tfgpu_tui.env.library_versions import read_library_version
 from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
 

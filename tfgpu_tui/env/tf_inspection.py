@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfgpu_tui.env.children import run_child
+from tfgpu_tui.children import run_child
 from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 from tfgpu_tui.text_clean import clean_text

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tfgpu_tui.bounded_output import communicate_bounded
+from tfgpu_tui.children import child, communicate_bounded, end_child
 from tfgpu_tui.own_children import marked
 from tfgpu_tui.probe import worker
 from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
@@ -77,21 +76,11 @@ class TrialRunner:
     def run_trial(self, batch_size: int) -> Trial:
         """Train at one batch size in a fresh child and classify what happened."""
         try:
-            process = subprocess.Popen(
-                self.command(batch_size),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                env=child_environment(self.request.device),
-                start_new_session=True,
-            )
+            # on leaving, even by Ctrl+C, a child still running is ended: it must not be left holding memory
+            with child(self.command(batch_size), child_environment(self.request.device)) as process:
+                return self._wait(process, batch_size)
         except OSError as error:
             return Trial(batch_size, ERROR, message=f"cannot start {self.request.python}: {error.strerror}")
-        try:
-            return self._wait(process, batch_size)
-        except BaseException:
-            kill_group(process)  # Ctrl+C or a dying parent must not leave a child holding memory
-            raise
 
     def _wait(self, process: subprocess.Popen[bytes], batch_size: int) -> Trial:
         """Wait for the child (keeping the last 64 KB of its output), killing it on timeout, cancellation
@@ -107,10 +96,10 @@ class TrialRunner:
             elif host_memory_nearly_gone():
                 stopped.append(Trial(batch_size, OOM, message="stopped: host memory nearly exhausted"))
             if stopped:
-                kill_group(process)
+                end_child(process)
             return bool(stopped)
 
-        stdout, stderr, _, _ = communicate_bounded(process, poll=POLL_SECONDS, should_stop=should_stop)
+        stdout, stderr = communicate_bounded(process, poll=POLL_SECONDS, should_stop=should_stop)
         process.wait()
         if stopped:
             return stopped[0]
@@ -127,14 +116,6 @@ def parse_report(stdout: str) -> dict[str, object] | None:
             with contextlib.suppress(ValueError):
                 return json.loads(line[len(worker.RESULT_MARKER) :])
     return None
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child and anything it started (it leads its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        process.kill()
 
 
 def host_memory_nearly_gone() -> bool:

@@ -22,8 +22,8 @@ from textual.widgets import DataTable, Static
 
 from tfgpu_tui.access import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.children import stop_all
 from tfgpu_tui.env.check_run import fast_report, full_report
-from tfgpu_tui.env.children import stop_all
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
