@@ -69,11 +69,11 @@ async def test_fix_shown_for_selected_failure() -> None:
         assert "failure" in detail and "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in detail
 
 
-async def test_save_report_writes_markdown(tmp_path: Path) -> None:
+async def test_save_report_writes_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the report is saved in the working directory
     app = TfgpuApp(Settings(demo=True), initial_tab="environment")
     async with app.run_test(size=(140, 40)) as pilot:
-        tab = await wait_until_complete(pilot, app)
-        tab._save_dir = tmp_path
+        await wait_until_complete(pilot, app)
         shown = record_notifications(app)
         await pilot.press("s")
         await pilot.pause()
@@ -153,7 +153,11 @@ async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_show
     async with app.run_test(size=(80, 24)) as pilot:
         tab = await wait_until_complete(pilot, app)
         table = app.query_one("#env-findings", DataTable)
-        narrow = tab._widths
+
+        def widths() -> tuple[int, int]:  # of the Check and Found columns
+            return table.ordered_columns[1].width, table.ordered_columns[2].width
+
+        narrow = widths()
         await pilot.press("2")
         await settle(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
         await pilot.resize_terminal(120, 40)
@@ -162,9 +166,9 @@ async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_show
         titles = [finding.title for finding in tab.report.findings]
         await settle(
             pilot,
-            lambda: table.size.width > 0 and tab._widths == column_widths(table.size.width, titles) != narrow,
+            lambda: table.size.width > 0 and widths() == column_widths(table.size.width, titles) != narrow,
         )
-        found_width = tab._widths[1]
+        found_width = widths()[1]
         for finding in tab.report.findings:
             cell = str(table.get_cell(finding.id, table.ordered_columns[2].key))
             assert len(cell) <= found_width

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from gpu_fake_pynvml import CODES, FakeGpu, FakePynvml
+from gpu_fake_pynvml import CODES, FakePynvml
 
 from tfgpu_tui.cli import main
-from tfgpu_tui.commands import gpus
 
 
 def test_demo_table(capsys: pytest.CaptureFixture) -> None:
@@ -47,24 +50,29 @@ def test_no_driver_exits_nonzero_with_the_reason(
         assert "kernel module is not loaded" in captured.out and "modprobe nvidia" in captured.out
 
 
-def test_watch_refreshes_until_interrupted(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", FakePynvml([FakeGpu(util=12)]))
-    waits: list[float] = []
+def default_sigint() -> None:
+    """In the child before exec: SIGINT raises KeyboardInterrupt, whatever pytest inherited (started in the
+    background by a script, SIGINT is ignored, and Python then leaves it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    def fake_wait(seconds: float) -> None:
-        waits.append(seconds)
-        if len(waits) == 3:
-            raise KeyboardInterrupt
 
-    monkeypatch.setattr(gpus, "_wait", fake_wait)
-    assert main(["gpus", "--watch", "--json", "--interval", "2"]) == 130
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and all(
-        json.loads(line)["devices"][0]["utilization_percent"] == 12 for line in lines
-    )
-    assert waits[1:] == [2.0, 2.0]
+def test_watch_refreshes_until_interrupted(fakenvml_lib_dir: Path, tmp_path: Path) -> None:
+    """`gpus --watch --json` on the scripted NVML prints one line per refresh until Ctrl+C, then exits 130."""
+    scenario = tmp_path / "scenario.txt"
+    scenario.write_text('device name="NVIDIA H200" util=12\n')
+    env = {**os.environ, "LD_LIBRARY_PATH": str(fakenvml_lib_dir), "FAKE_NVML_SCENARIO": str(scenario)}
+    command = [sys.executable, "-m", "tfgpu_tui", "gpus", "--watch", "--json", "--interval", "0.25"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline(), process.stdout.readline()]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert all(json.loads(line)["devices"][0]["utilization_percent"] == 12 for line in lines)
 
 
 def test_interval_below_minimum_is_refused(capsys: pytest.CaptureFixture) -> None:

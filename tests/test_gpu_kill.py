@@ -60,11 +60,12 @@ def identity(process: subprocess.Popen) -> ProcessIdentity:
 
 @pytest.fixture(params=[True, False], ids=["pidfd", "no-pidfd"])
 def pidfd_mode(request, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Run a test with and without pidfd support."""
+    """Run a test with and without pidfd support: without, this Python is made to look like one built for
+    an OS that has none (Python < 3.9, Linux < 5.3, other systems), where os.pidfd_open does not exist."""
     if request.param and not hasattr(os, "pidfd_open"):
         pytest.skip("this OS/Python has no pidfd")
     if not request.param:
-        monkeypatch.setattr(kill, "_open_pidfd", lambda pid: None)
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
     return request.param
 
 
@@ -142,13 +143,36 @@ def test_already_gone_and_zombie(child: subprocess.Popen) -> None:
     assert kill.terminate_process(ident, 0.1).result == "already_gone"
 
 
-def test_permission_denied_is_reported(child: subprocess.Popen, monkeypatch: pytest.MonkeyPatch) -> None:
-    def deny(*_args: object) -> None:
-        raise PermissionError(1, "Operation not permitted")
+# Imports first, then drops to nobody (the interpreter's files may not be readable by nobody), then signals.
+AS_NOBODY = (
+    "import os, sys\n"
+    "import psutil\n"
+    "from tfgpu_tui.gpu import kill\n"
+    "from tfgpu_tui.gpu.model import ProcessIdentity\n"
+    "os.setgid(65534); os.setuid(65534)\n"
+    "outcome = kill.terminate_process(ProcessIdentity(int(sys.argv[1]), float(sys.argv[2])), 0.1)\n"
+    "print(outcome.result.value); print(outcome.message)\n"
+)
 
-    monkeypatch.setattr(kill, "_send", deny)
-    outcome = kill.terminate_process(identity(child), 0.1)
-    assert outcome.result == "permission_denied" and "another user" in outcome.message
+
+def test_permission_denied_is_reported(child: subprocess.Popen) -> None:
+    """Another user's process: the signal is refused by the kernel, and the outcome says so."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a child as another user")
+    if psutil.Process(child.pid).uids().real == 65534:
+        pytest.skip("the target must not belong to nobody")
+    target = identity(child)
+    done = subprocess.run(
+        [sys.executable, "-c", AS_NOBODY, str(target.pid), repr(target.create_time)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr
+    result, message = done.stdout.splitlines()[:2]
+    assert result == "permission_denied" and "another user" in message
+    assert child.poll() is None  # untouched
 
 
 class OneProcessSource:
