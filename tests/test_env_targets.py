@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from waiting import wait_until
 
-from tfgpu_tui.env import targets
 from tfgpu_tui.env.targets import (
     Candidate,
     ask_version,
@@ -40,9 +39,8 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_venv_without_tensorflow_loses_to_one_with_it(
     bare_venv: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(targets, "tensorflow_processes", lambda: [])  # whatever else runs on this machine
     environ = {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"}
-    candidates = find_candidates(sys.executable, environ)
+    candidates = find_candidates(sys.executable, environ, tf_processes=list)  # whatever else runs here
     assert [c.source for c in candidates][-2:] == ["$VIRTUAL_ENV", "this dashboard's own interpreter"]
     asked = with_versions(candidates)
     venv = next(c for c in asked if c.source == "$VIRTUAL_ENV")
@@ -154,7 +152,9 @@ def test_the_picker_finds_conda_environments_venvs_and_pyenv_versions(tmp_path: 
     (home / ".conda" / "environments.txt").write_text(f"{listed_env}\n\n")
     (home / "venvs" / "same-tf").symlink_to(home / "venvs" / "tf")  # one environment under two names
     (home / "venvs" / "no-python").mkdir()
-    candidates = picker_candidates(sys.executable, {"PATH": "/nonexistent"}, home=str(home), running=list)
+    candidates = picker_candidates(
+        sys.executable, {"PATH": "/nonexistent"}, home=str(home), running=list, tf_processes=list
+    )
     found = {Path(c.python): c.source for c in candidates}
     for python, source in expected.items():
         assert found.get(python) == source, python

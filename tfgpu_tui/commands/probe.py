@@ -8,7 +8,9 @@ import sys
 
 from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.env.targets import resolve_target
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
+from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
@@ -88,8 +90,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> ProbeRequest:
-    """The probe request the command line asks for, the default budget filled in; raises ProbeRequestError."""
+    """The probe request the command line asks for, the default budget filled in, the interpreter chosen as
+    `check` chooses it and asked whether it can run the trials; raises ProbeRequestError."""
     settings = settings_from_args(args)
+    target = resolve_target(settings.python)
+    problem = interpreter_problem(target.python, target.why)
+    if problem is not None:
+        raise ProbeRequestError(problem)
     device = normalise_device(args.device) if args.device else (gpu_devices() or ["CPU"])[0]
     budget_mb = args.budget_mb if args.budget_mb is not None else settings.batch_budget_mb
     source = "--budget-mb"
@@ -109,7 +116,7 @@ def request_from_args(args: argparse.Namespace) -> ProbeRequest:
         steps=args.steps,
         max_batch=args.max_batch,
         mixed_precision=args.mixed_precision,
-        python=settings.python,
+        python=target.python,
         trial_timeout_seconds=args.timeout,
     )
     return request.resolved()
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr if args.json else sys.stdout
     print(
         f"Probing {request.model} on {request.device}, budget {request.budget_mb:,.0f} MB "
-        f"({request.budget_source}), {steps_per_trial(request.steps)}",
+        f"({request.budget_source}), {steps_per_trial(request.steps)}, with {request.python}",
         file=progress,
     )
     print(

@@ -31,8 +31,16 @@ PROC = "/proc"
 ASK_TIMEOUT_SECONDS = 10.0
 MAX_PROCESSES = 16  # running TensorFlow processes looked at (the first found)
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
+OLDEST_PYTHON = (3, 8)  # the oldest Python the checks run in (importlib.metadata; TF 2.13's lowest)
+# Prints the interpreter's version, then its TensorFlow's (or "-"); Python 2.7 syntax too, so that an old
+# interpreter is named as too old rather than as not working.
 VERSION_SCRIPT = (
-    "import importlib.metadata as m, sys\n"
+    "import sys\n"
+    "print('%d.%d.%d' % tuple(sys.version_info[:3]))\n"
+    "try:\n"
+    "    import importlib.metadata as m\n"
+    "except ImportError:\n"
+    "    m = None\n"
     f"for name in {TF_DISTRIBUTIONS!r}:\n"
     "    try:\n"
     "        print(m.version(name)); break\n"
@@ -53,6 +61,7 @@ class Candidate:
     source: str  # e.g. "running TensorFlow process PID 4242 (python train.py)", "$VIRTUAL_ENV"
     tf_version: str | None = None  # None: no TensorFlow there (or it could not be asked: see ``error``)
     error: str = ""
+    python_version: str | None = None  # e.g. "3.11.7", once asked
 
 
 @dataclass(frozen=True)
@@ -121,12 +130,15 @@ def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
 
 
 def find_candidates(
-    own_python: str = sys.executable, environ: Mapping[str, str] | None = None
+    own_python: str = sys.executable,
+    environ: Mapping[str, str] | None = None,
+    tf_processes: Callable[[], list[tuple[int, str]]] | None = None,
 ) -> list[Candidate]:
-    """Every candidate in the order of preference, each interpreter once (TensorFlow versions not asked)."""
+    """Every candidate in the order of preference, each interpreter once (TensorFlow versions not asked);
+    `tf_processes` lists the running TensorFlow processes (default `tensorflow_processes`)."""
     env = os.environ if environ is None else environ
     listed: list[Candidate] = []
-    for pid, command in tensorflow_processes():
+    for pid, command in (tensorflow_processes if tf_processes is None else tf_processes)():
         python = process_interpreter(pid)
         if python:
             listed.append(Candidate(python, f"running TensorFlow process PID {pid} ({command})"))
@@ -156,10 +168,12 @@ def picker_candidates(
     environ: Mapping[str, str] | None = None,
     home: str | None = None,
     running: Callable[[], list[Candidate]] | None = None,
+    tf_processes: Callable[[], list[tuple[int, str]]] | None = None,
 ) -> list[Candidate]:
     """What the `p` picker lists: `find_candidates`, then every environment found under the home directory
     and the interpreters of this user's running Python processes (``running``, default `python_processes`),
-    each once."""
+    each once. `tf_processes` goes to `find_candidates`: a test passes empty listers for both, so that no
+    process on the machine changes what it sees."""
     env = os.environ if environ is None else environ
     home = os.path.expanduser("~") if home is None else home
     found = [
@@ -168,7 +182,9 @@ def picker_candidates(
         if (python := _prefix_python(prefix)) is not None
     ]
     return unique_environments(
-        find_candidates(own_python, env) + found + (python_processes if running is None else running)()
+        find_candidates(own_python, env, tf_processes)
+        + found
+        + (python_processes if running is None else running)()
     )
 
 
@@ -279,11 +295,22 @@ def ask_version(candidate: Candidate, timeout: float = ASK_TIMEOUT_SECONDS) -> C
         return replace(candidate, error=f"did not answer within {timeout:g} s")
     except OSError as error:
         return replace(candidate, error=f"could not be run: {error.strerror or error}")
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
+    lines = [line.strip() for line in done.stdout.strip().splitlines()]
+    numbers = _version_numbers(lines[0]) if lines else None
+    if numbers is None:
         return replace(candidate, error="is not a working Python interpreter")
-    version = lines[-1].strip()
-    return replace(candidate, tf_version=None if version == "-" else version[:40])
+    asked = replace(candidate, python_version=lines[0])
+    if numbers < OLDEST_PYTHON:
+        oldest = ".".join(map(str, OLDEST_PYTHON))
+        return replace(asked, error=f"is Python {lines[0]}, too old to be supported ({oldest} or newer)")
+    if done.returncode != 0 or len(lines) < 2:
+        return replace(asked, error="is not a working Python interpreter")
+    return replace(asked, tf_version=None if lines[-1] == "-" else lines[-1][:40])
+
+
+def _version_numbers(text: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"(\d+)\.(\d+)\.\d+", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def with_versions(candidates: list[Candidate]) -> list[Candidate]:
