@@ -280,3 +280,21 @@ def test_the_status_file_names_schemes_and_goes_with_its_process(tmp_path: Path)
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps({"pid": os.getpid(), "create_time": 1.0, "schemes": ["ntfy"]}))
     assert read_status(path) is None  # a PID that is not that process any more
+
+
+def test_without_log_options_the_running_jobs_logs_are_found_and_kept(tmp_path: Path) -> None:
+    from tfgpu_tui.training.log_sources import LogCandidate
+
+    path = tmp_path / "train.log"
+    path.write_text(RUNNING)
+    running = [LogCandidate(os.getpid(), "python train.py", path, "stdout")]
+    now = [0.0]
+    logs = LogSet([], CheckpointPolicy(), discover=lambda: list(running), clock=lambda: now[0])
+    readings, notices = logs.read()
+    assert [r.path for r in readings] == [path] and notices == [
+        f"following {path} (PID {os.getpid()}'s stdout)"
+    ]
+    running.clear()  # the job ended: its log is still read, so that its end is seen
+    now[0] += 60
+    assert [r.path for r in logs.read()[0]] == [path]
+    logs.close()
