@@ -96,6 +96,7 @@ async def test_a_real_session_relays_the_app_and_its_offers(
         websocket = await client.ws_connect(
             "/ws?width=100&height=30", headers={**headers, "Origin": "http://127.0.0.1:8000"}
         )
+        await websocket.send_str('["stdin", "\\ud800"]')  # a lone surrogate: not UTF-8, must not end it
         screen, messages = b"", []
         while not any(message[0] == "deliver_file_start" for message in messages) or b"ready" not in screen:
             message = await websocket.receive(timeout=60)
@@ -116,3 +117,19 @@ async def test_a_real_session_relays_the_app_and_its_offers(
         await websocket.close()
     assert session.process is not None and session.process.returncode is not None  # the app has ended
     assert os.environ[TOKEN_ENV_VAR] == TOKEN.value
+
+
+async def test_a_session_that_cannot_start_is_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = DashboardServer([str(tmp_path / "no-such-python")], host="127.0.0.1", port=8000, token=TOKEN)
+    headers = {
+        "Authorization": f"token {TOKEN.value}",
+        "Host": "127.0.0.1:8000",
+        "Origin": "http://127.0.0.1:8000",
+    }
+    async with TestClient(TestServer(server.web_app())) as client:
+        websocket = await client.ws_connect("/ws", headers=headers)
+        assert (await websocket.receive(timeout=30)).type == aiohttp.WSMsgType.CLOSE
+    failed = [record for record in caplog.records if "session failed" in record.getMessage()]
+    assert len(failed) == 1 and "FileNotFoundError" in failed[0].getMessage() and failed[0].exc_info is None

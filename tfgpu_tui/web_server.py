@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 from aiohttp.abc import AbstractAccessLogger
 
+from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.web_session import TOKEN_ENV_VAR, Session
 
 __all__ = ["TOKEN_ENV_VAR", "DashboardServer", "Token", "is_loopback"]
@@ -277,8 +278,8 @@ class DashboardServer:
         except asyncio.CancelledError:
             await websocket.close()
             raise
-        except Exception:  # a session that cannot start must not take the server down
-            log.exception("tfgpu-tui: session failed")
+        except Exception as error:  # a session that cannot start must not take the server down
+            log.error("session failed: %s: %s", type(error).__name__, clean_line(str(error)))
         finally:
             await session.stop()
             self.sessions.discard(session)

@@ -167,8 +167,9 @@ class Session:
         return True
 
     async def send_keys(self, text: str) -> bool:
-        """What the user typed (or a mouse report), as the terminal would send it."""
-        return await self._send(b"D", text.encode("utf-8"))
+        """What the user typed (or a mouse report), as the terminal would send it (a lone surrogate, which
+        JSON can carry, becomes U+FFFD)."""
+        return await self._send(b"D", text.encode("utf-8", "replace"))
 
     async def send_meta(self, meta: dict[str, object]) -> bool:
         return await self._send(b"M", json.dumps(meta).encode("utf-8"))
