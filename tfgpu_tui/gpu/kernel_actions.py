@@ -270,6 +270,7 @@ def run_kernel_action(
     action: KernelAction,
     on_progress: Callable[[str], None] | None = None,
     extra_dirs: Iterable[Path] = (),
+    restart_watch_seconds: float = RESTART_WATCH_SECONDS,
 ) -> KillOutcome:
     """Shut down or restart the row's kernel through its server (after the identity re-check), then report
     whether its memory was freed and, for a restart, the kernel's new PID. Never raises for the usual
@@ -310,15 +311,35 @@ def run_kernel_action(
             f"Kernel {name} shut down through its Jupyter server ({lists}); PID {row.pid} ended, {memory}"
         )
         return KillOutcome(row.pid, result, message, freed, kernel_after=after)
-    new = [p.pid for p in kernel_processes(kernel_id, server.pid) if p.pid != row.pid]
-    new_pid = new[0] if new else None
-    again = f"new PID {new_pid}" if new_pid else "no new process seen yet"
+    seen, new_pid, _detail = _next_process(row, server, restart_watch_seconds)
+    again = f"new PID {new_pid}" if new_pid else "no new process seen" if seen == "listed" else "not listed"
     message = (
         f"Kernel {name} restarted (same id, {again}; the notebook stays open); PID {row.pid} ended, {memory}"
     )
     return KillOutcome(
         row.pid, result, message, freed, kernel_after="restarted" if new_pid else None, new_pid=new_pid
     )
+
+
+def _next_process(row: ProcessRow, server: KernelServer, timeout: float) -> tuple[str, int | None, str]:
+    """Watch the server and the processes for up to ``timeout`` s after the row's kernel process ended:
+    ("new", PID, state) once another process runs that kernel id, ("dropped", None, "") when the server
+    no longer lists it, ("listed", None, state) at the deadline, ("unknown", None, why) when not answered."""
+    kernel_id = row.jupyter.kernel_id if row.jupyter else ""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            state = kernel_state(server, kernel_id)
+        except (OSError, ValueError) as error:
+            return "unknown", None, _server_error(server, error)
+        if state is None:
+            return "dropped", None, ""
+        new = [p.pid for p in kernel_processes(kernel_id, server.pid) if p.pid != row.pid]
+        if new:
+            return "new", new[0], state
+        if time.monotonic() >= deadline:
+            return "listed", None, state
+        time.sleep(POLL_SECONDS)
 
 
 def watch_server_restart(
@@ -328,34 +349,24 @@ def watch_server_restart(
     dropped it, or still lists it with no process after ``timeout`` s. Returns (kernel_after, new PID,
     sentence)."""
     kernel_id = row.jupyter.kernel_id if row.jupyter else ""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            state = kernel_state(server, kernel_id)
-        except (OSError, ValueError) as error:
-            return (
-                "unknown",
-                None,
-                f"whether its server restarted it is not known: {_server_error(server, error)}",
-            )
-        if state is None:
-            return "dropped", None, f"the Jupyter server no longer lists kernel {kernel_id}"
-        new = [p.pid for p in kernel_processes(kernel_id, server.pid) if p.pid != row.pid]
-        if new:
-            return (
-                "restarted_by_server",
-                new[0],
-                f"the Jupyter server restarted kernel {kernel_id} by itself (same id, new PID {new[0]}): the "
-                "notebook shows a crash and restart; 'Shut down kernel' ends it for good",
-            )
-        if time.monotonic() >= deadline:
-            return (
-                "still_listed",
-                None,
-                f"the Jupyter server still lists kernel {kernel_id} ({state}) with no new process after "
-                f"{timeout:g} s; it may still restart it",
-            )
-        time.sleep(POLL_SECONDS)
+    seen, new_pid, detail = _next_process(row, server, timeout)
+    if seen == "new":
+        return (
+            "restarted_by_server",
+            new_pid,
+            f"the Jupyter server restarted kernel {kernel_id} by itself (same id, new PID {new_pid}): the "
+            "notebook shows a crash and restart; 'Shut down kernel' ends it for good",
+        )
+    if seen == "dropped":
+        return "dropped", None, f"the Jupyter server no longer lists kernel {kernel_id}"
+    if seen == "listed":
+        return (
+            "still_listed",
+            None,
+            f"the Jupyter server still lists kernel {kernel_id} ({detail}) with no new process after "
+            f"{timeout:g} s; it may still restart it",
+        )
+    return "unknown", None, f"whether its server restarted it is not known: {detail}"
 
 
 def end_process(
@@ -368,7 +379,7 @@ def end_process(
     """The kill dialog's choice carried out: a kernel action through the server, or the safe signal path
     (``service.kill``); after a signal that ended a kernel, whether its server restarted it by itself."""
     if isinstance(choice, KernelAction):
-        return run_kernel_action(service, row, choice, on_progress)
+        return run_kernel_action(service, row, choice, on_progress, (), restart_watch_seconds)
     url = row.jupyter.server_url if row.jupyter else None
     folders = _runtime_dir_of(row.pid) if url else []  # read before the process goes
     outcome = service.kill(row, on_progress, choice)
