@@ -120,3 +120,29 @@ def test_libcuda_missing_is_the_cause_with_the_container_fix() -> None:
     machine = dataclasses.replace(facts, interpreter=dataclasses.replace(interpreter, in_container=False))
     fix = {finding.id: finding for finding in evaluate(machine, recorded)}["libcuda"].fix
     assert "libnvidia-compute-" in fix
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ImportError: `keras.optimizers.legacy` is not supported in Keras 3. When using `tf.keras`, ...",
+        "ValueError: File format not supported: filepath=saved/. Keras 3 only supports V3 `.keras` files, "
+        "legacy H5 format files (`.h5` extension).",
+        "ValueError: A KerasTensor cannot be used as input to a TensorFlow function. A KerasTensor is ...",
+        "ModuleNotFoundError: No module named 'keras.engine'",
+    ],
+)
+def test_keras2_code_on_keras3_names_tf_keras(line: str) -> None:
+    diagnosis = diagnose_line(line)
+    assert diagnosis is not None and diagnosis.signature.id == "KERAS2_CODE_ON_KERAS3"
+    assert diagnosis.severity is Severity.CRITICAL
+    assert "heuristic" in diagnosis.message
+    assert "tf-keras~=2.X.0" in diagnosis.signature.fix and "TF_USE_LEGACY_KERAS=1" in diagnosis.signature.fix
+
+
+def test_keras_check_offers_tf_keras_for_a_keras2_program_on_216_plus() -> None:
+    facts, inspection = load_recording(FIXTURES / "all_good.json")  # TF 2.18, Keras 3, no tf-keras
+    keras = {finding.id: finding for finding in evaluate(facts, inspection)}["keras"]
+    assert keras.status is Status.OK and keras.informational
+    python = facts.interpreter.python
+    assert keras.fix.startswith(f"{python} -m pip install 'tf-keras~=2.18.0' && export TF_USE_LEGACY_KERAS=1")

@@ -59,9 +59,12 @@ def printable_fixes() -> set[tuple[str, tuple[str, ...]]]:
         for minor in range(max(row.python_min[1], 9), row.python_max[1] + 1):
             python = f"3.{minor}.0"
             pythons.add((3, minor))
+            tf_mm = compat.major_minor(row.tf_version) or (0, 0)
+            keras = fixes.tf_keras_install if tf_mm >= (2, 16) else fixes.keras2_install
             texts = [
                 fixes.gpu_install(_facts(python, tensorflow=row.tf_version), row.tf_version),
                 fixes.gpu_install(_facts(python), row.tf_version, offer_upgrade=False),
+                keras(_facts(python, tensorflow=row.tf_version), tf_mm),
             ]
             for text in texts:
                 found.update((f"3.{minor}", requirements) for requirements in requirement_sets(text))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfgpu_tui.env import compat
+from tfgpu_tui.env import compat, fixes
 from tfgpu_tui.env.check_base import Verdict, and_cuda_install, check, pip_command, tensorflow_version
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
@@ -49,15 +49,16 @@ def check_keras(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict
             f"Keras {keras} is installed under TensorFlow {tf_version}: `tf.keras` fails with Keras 3 "
             "(TensorFlow before 2.16 needs Keras 2).",
             why,
-            pip_command(facts, f"install 'keras=={tf_mm[0]}.{tf_mm[1]}.*'")
-            + f"   # the Keras 2 release of TensorFlow {tf_mm[0]}.{tf_mm[1]}",
+            fixes.keras2_install(facts, tf_mm),
         )
     if tf_mm >= KERAS_3_TF and tf_keras is None:
         return Verdict(
             Status.OK,
             f"TensorFlow {tf_version} with Keras {keras or '(not installed)'}: `tf.keras` is Keras 3; "
-            "a Keras-2 program needs tf-keras (not installed).",
+            "a Keras-2 program needs tf-keras (not installed). `log` and the Training tab name a run that "
+            "failed this way (KERAS2_CODE_ON_KERAS3).",
             why,
+            fixes.tf_keras_install(facts, tf_mm) + "   # only for a Keras-2 program",
             informational=True,
         )
     if tf_mm >= KERAS_3_TF:

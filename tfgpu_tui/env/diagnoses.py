@@ -30,6 +30,7 @@ CATEGORY_SEVERITY: dict[str, Severity] = {
     "driver_too_old": Severity.CRITICAL,
     "install": Severity.CRITICAL,
     "config_order": Severity.CRITICAL,
+    "keras_mismatch": Severity.CRITICAL,
     "missing_lib": Severity.WARNING,
     "silent_cpu_fallback": Severity.WARNING,
     "no_device": Severity.WARNING,

@@ -197,6 +197,18 @@ def _cuda11_recipe(facts: EnvFacts, tf_version: str, offer_upgrade: bool) -> str
     )
 
 
+def keras2_install(facts: EnvFacts, tf_mm: tuple[int, int]) -> str:
+    """Keras 2 for TensorFlow before 2.16 (whose `tf.keras` imports the `keras` package)."""
+    return pip(facts, f"install 'keras=={tf_mm[0]}.{tf_mm[1]}.*'") + (
+        f"   # the Keras 2 release of TensorFlow {tf_mm[0]}.{tf_mm[1]}"
+    )
+
+
+def tf_keras_install(facts: EnvFacts, tf_mm: tuple[int, int]) -> str:
+    """Keras 2 as tf-keras for TensorFlow 2.16+ (the release of the same minor), selected for `tf.keras`."""
+    return pip(facts, f"install 'tf-keras~={tf_mm[0]}.{tf_mm[1]}.0'") + " && export TF_USE_LEGACY_KERAS=1"
+
+
 def _no_wheel_for_python(facts: EnvFacts) -> str:
     newest = compat.build_matrix()[0]
     return (
