@@ -6,8 +6,10 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from waiting import wait_until
 
+from tfgpu_tui.gpu.feed import SnapshotFeed
+from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.monitor import CSS_PATH, MonitorTab
+from tfgpu_tui.ui.monitor import CSS_PATH, PLOT_REDRAW_SECONDS, MonitorTab
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
@@ -15,18 +17,31 @@ TRAINING, KERNEL, OTHER_USER, CPU_JOB = 41873, 39012, 40555, 42210  # PIDs of th
 
 
 class MonitorOnly(App[None]):
-    """The Monitor tab alone, with an injected GPU source; keys go to the process table, as in the app."""
+    """The Monitor tab alone, fed by its own feed over an injected GPU source (None: no feed at all, the test
+    posts the snapshots); keys go to the process table, as in the app."""
 
     CSS_PATH = CSS_PATH
     AUTO_FOCUS = "ProcessTable"
 
-    def __init__(self, settings: Settings, source: object) -> None:
+    def __init__(
+        self, settings: Settings, source: object = None, plot_seconds: float = PLOT_REDRAW_SECONDS
+    ) -> None:
         super().__init__()
         self.settings = settings
-        self.source = source
+        self.feed = SnapshotFeed(settings, source) if source is not None else None  # type: ignore[arg-type]
+        self.plot_seconds = plot_seconds
+
+    def on_load(self) -> None:
+        if self.feed is not None:
+            self.feed.start()
+
+    def on_unmount(self) -> None:
+        if self.feed is not None:
+            self.feed.close()
 
     def compose(self) -> ComposeResult:
-        yield MonitorTab(self.settings, self.source)  # type: ignore[arg-type]
+        kills = KillRequests(self.feed) if self.feed is not None else None
+        yield MonitorTab(self.settings, self.feed, kills, self.plot_seconds)
 
 
 async def wait_for_table(pilot: Pilot, rows: int = 4) -> None:

@@ -91,9 +91,6 @@ async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
         assert "SIMULATED" in env_status and DEMO_MACHINE.python in env_status
         driver = next(f for f in env.report.findings if f.id == "driver")
         assert DEMO_MACHINE.gpu_name in driver.detail and DEMO_MACHINE.driver_version in driver.detail
-        # Once the Monitor samples, every tab reads its simulation (a process ended there is gone everywhere).
-        from tfgpu_tui.ui.monitor import MonitorTab
-
-        monitor = app.query_one(MonitorTab)
-        await wait_until(pilot, lambda: monitor.sampler is not None, timeout=30)
-        assert env.simulated_gpus() is monitor.sampler.source
+        # Once the app's feed samples, every tab reads its simulation (a process ended there is gone in all).
+        await wait_until(pilot, lambda: app.feed.sampler is not None, timeout=30)
+        assert env.simulated_gpus() is app.feed.sampler.source

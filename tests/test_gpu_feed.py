@@ -1,4 +1,4 @@
-"""The SnapshotFeed (gpu/feed.py): one sampling thread, its subscribers, its pacing, the kill path beside it.
+"""The SnapshotFeed (gpu/feed.py): one sampling thread, its subscribers, its pacing.
 
 Driven by the simulated source: no Textual, no /proc. Waits are for events the feed causes; their timeouts
 only bound a failure, they are no time window the feed must meet.
@@ -7,13 +7,11 @@ only bound a failure, they are no time window the feed must meet.
 from __future__ import annotations
 
 import queue
-import signal
 import threading
 
 import pytest
 
-from tfgpu_tui.gpu.feed import STARTING, FeedUpdate, SnapshotFeed
-from tfgpu_tui.gpu.kill import KillOutcome, KillResult
+from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -206,36 +204,4 @@ def test_a_sample_that_raises_is_said_and_the_feed_goes_on() -> None:
     assert failed.error is not None and "one bad reading" in failed.error.message
     feed.sample_soon()
     assert seen.next().snapshot.error is None
-    feed.close(timeout=GUARD)
-
-
-def test_the_kill_runs_beside_the_feed_and_a_fresh_snapshot_follows(feed: SnapshotFeed) -> None:
-    seen = Recorder()
-    feed.subscribe(seen)
-    assert feed.kill_refusal(object()) == STARTING  # type: ignore[arg-type]
-    feed.start()
-    snapshot = seen.next().snapshot
-    kernel = next(row for row in snapshot.processes if row.jupyter is not None)
-    steps: list[str] = []
-    done: queue.Queue[KillOutcome] = queue.Queue()
-    assert feed.start_kill(kernel, signal.SIGTERM, steps.append, done.put) is None
-    outcome = done.get(timeout=GUARD)
-    assert outcome.result is KillResult.FREED and outcome.pid == kernel.pid
-    assert steps  # progress was reported
-    after = seen.next().snapshot
-    while kernel.pid in {row.pid for row in after.processes}:  # the kill's own confirming samples come first
-        after = seen.next().snapshot
-    assert not feed.kill_running
-
-
-def test_a_refused_kill_starts_nothing() -> None:
-    feed = make_feed(readonly=True)
-    feed.start()
-    snapshot = feed.wait_first(GUARD)
-    assert snapshot is not None
-    row = snapshot.processes[0]
-    called: list[object] = []
-    refusal = feed.start_kill(row, signal.SIGTERM, called.append, called.append)
-    assert refusal is not None and "Read-only" in refusal
-    assert called == [] and not feed.kill_running
     feed.close(timeout=GUARD)

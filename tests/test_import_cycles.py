@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "tfgpu_tui"
 
 
@@ -78,9 +76,5 @@ def test_no_cycle_among_module_level_imports() -> None:
     assert cycles(module_level=True) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ui/tab_base.py imports ui/monitor.py in simulated_gpus(); the app-owned feed (issue 29) ends it",
-)
 def test_no_cycle_at_all() -> None:
     assert cycles(module_level=False) == []

@@ -1,8 +1,9 @@
-"""The dashboard's start (issue 14): the snapshot taken before the UI loaded is on the first frame, the GPU
-view fits before the first layout, and the other tabs and the help screen are styled."""
+"""The dashboard's start: the feed's first snapshot is on the first frame, the GPU view fits before the first
+layout, and the other tabs and the help screen are styled."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -10,12 +11,15 @@ import pytest
 from monitor_helpers import shown_pids
 from waiting import wait_until
 
-from tfgpu_tui.gpu.sampler_start import SamplerStart
+from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.monitor import CHROME_LINES, MonitorTab
+
+GUARD = 60.0  # only bounds a failure
 
 
 class CountingSource(SimulatedSource):
@@ -34,24 +38,28 @@ class CountingSource(SimulatedSource):
         return super().read()
 
 
-def test_the_first_snapshot_is_handed_out_once() -> None:
-    start = SamplerStart(Settings(demo=True))
-    assert start.wait()
-    first = start.take_snapshot()
-    assert first is not None and first.devices
-    assert start.take_snapshot() is None
-    sampler, snapshot = start.result()
-    assert snapshot is None and sampler.last is first
-    untaken = SamplerStart(Settings(demo=True))
-    assert untaken.result()[1] is not None  # not taken at mount: the sampling loop gets it
+class OneReadingSource(SimulatedSource):
+    """The simulation, whose second reading waits until `release` is set: nothing after the first reading
+    can reach the screen before it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.reads = 0
+
+    def read(self) -> GpuReading:
+        self.reads += 1
+        if self.reads > 1:
+            self.release.wait(GUARD)
+        return super().read()
 
 
-async def test_the_first_frame_shows_the_start_snapshot_without_sampling_again() -> None:
+async def test_the_first_frame_shows_the_feeds_first_snapshot_without_sampling_again() -> None:
     source = CountingSource()
     settings = Settings(demo=True, interval=1.0)
-    start = SamplerStart(settings, source)
-    assert start.wait()
-    app = TfgpuApp(settings, sampler_start=start)
+    feed = SnapshotFeed(settings, source).start()
+    assert feed.wait_first(GUARD) is not None
+    app = TfgpuApp(settings, feed=feed)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         tab = app.query_one(MonitorTab)
@@ -66,15 +74,21 @@ async def test_the_first_frame_shows_the_start_snapshot_without_sampling_again()
         assert source.read_at[1] - source.read_at[0] >= settings.interval
 
 
-async def test_the_start_snapshot_is_shown_at_mount_not_by_the_sampling_loop(monkeypatch) -> None:
-    monkeypatch.setattr(MonitorTab, "_sample_loop", lambda _tab: None)  # no sampling thread at all
+async def test_the_first_snapshot_is_on_the_first_frame_with_no_second_sample() -> None:
+    source = OneReadingSource()
     settings = Settings(demo=True, interval=1.0)
-    start = SamplerStart(settings)
-    assert start.wait()
-    app = TfgpuApp(settings, sampler_start=start)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        assert len(shown_pids(app)) == 4 and app.query_one(MonitorTab).has_class("-compact")
+    feed = SnapshotFeed(settings, source).start()
+    assert feed.wait_first(GUARD) is not None
+    app = TfgpuApp(settings, feed=feed)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert len(shown_pids(app)) == 4 and app.query_one(MonitorTab).has_class("-compact")
+            assert app.query_one(StatusHeader).gpu_count == 2 and app.all_alerts
+            assert source.reads <= 2  # the second reading, if begun, is still waiting
+            source.release.set()
+    finally:
+        source.release.set()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from monitor_helpers import (
     CPU_JOB,
     FAST,
@@ -21,12 +20,15 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList
 from waiting import wait_until
 
-from tfgpu_tui.gpu.model import NvmlUnavailable
+from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
+from tfgpu_tui.gpu.history import GpuHistory, relative_series
+from tfgpu_tui.gpu.model import NvmlUnavailable, Snapshot
+from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui import monitor
 from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.feed_link import FeedUpdated
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
@@ -60,9 +62,8 @@ async def test_cards_plots_table_and_header_show_the_simulation() -> None:
 
 
 async def test_history_grows_with_samples() -> None:
-    app = TfgpuApp(Settings(demo=True, interval=FAST))
+    app = MonitorOnly(Settings(demo=True, interval=FAST), SimulatedSource(), plot_seconds=0.0)
     async with app.run_test(size=(160, 50)) as pilot:
-        app.query_one(MonitorTab).plot_seconds = 0.0  # redraw with every sample (the default waits 5 s)
         await wait_until(pilot, lambda: len(app.query(HistoryPlot)) == 2)
         plot = app.query(HistoryPlot).first()
         await wait_until(pilot, lambda: plot.history is not None and len(plot.history.utilization[0]) >= 2)
@@ -82,54 +83,60 @@ async def wait_for_samples(pilot: Pilot, tab: MonitorTab, count: int) -> None:
     await wait_until(pilot, arrived)
 
 
-async def test_history_plots_are_redrawn_every_plot_seconds_not_every_sample() -> None:
-    app = TfgpuApp(Settings(demo=True, interval=FAST))
+def demo_snapshot(sampler: Sampler) -> FeedUpdate:
+    """A snapshot of the demo scene with each GPU's history, as the feed sends it."""
+    snapshot = sampler.sample()
+    histories = tuple(
+        GpuHistory(
+            device.index,
+            relative_series(sampler.series(device.index, "utilization"), snapshot.timestamp),
+            relative_series(sampler.series(device.index, "memory_percent"), snapshot.timestamp),
+        )
+        for device in snapshot.devices
+    )
+    return FeedUpdate(snapshot, histories)
+
+
+async def test_the_plots_show_the_histories_they_receive_and_keep_them_without() -> None:
+    sampler = Sampler(Settings(demo=True), SimulatedSource())
+    app = MonitorOnly(Settings(demo=True))  # no feed: the test posts what the feed would
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.query_one(MonitorTab)
+        first = demo_snapshot(sampler)
+        tab.post_message(FeedUpdated(first))
         await wait_until(
             pilot, lambda: [plot.history is None for plot in app.query(HistoryPlot)] == [False] * 2
         )
-        await wait_for_samples(pilot, tab, 1)
         plot = app.query(HistoryPlot).first()
-        # no redraw is due from here however slowly the samples come (on a loaded machine three samples could
-        # take the default 5 s, and that redraw would be right)
-        tab.plot_seconds = 3600.0
-        await wait_for_samples(pilot, tab, 1)  # one collected before the change has been drawn
-        drawn = plot.history
-        await wait_for_samples(pilot, tab, 3)
-        assert plot.history is drawn  # three samples later the plot has not been redrawn
-        tab.plot_seconds = 0.0
-        await wait_until(pilot, lambda: plot.history is not drawn)
+        assert plot.history == first.histories[0]
+        tab.post_message(FeedUpdated(FeedUpdate(sampler.sample())))  # no histories: the plots stay
+        await wait_until(pilot, lambda: tab.snapshot is not first.snapshot)
+        assert plot.history == first.histories[0] and len(shown_pids(app)) == 4
+        second = demo_snapshot(sampler)
+        tab.post_message(FeedUpdated(second))
+        await wait_until(pilot, lambda: plot.history == second.histories[0])
 
 
-async def test_a_hidden_monitor_feeds_the_header_and_catches_up_when_shown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(monitor, "HIDDEN_SAMPLE_SECONDS", 1.0)  # hidden: every 1 s instead of every 0.25 s
-    app = TfgpuApp(Settings(demo=True, interval=FAST), initial_tab="probe")
+async def test_a_hidden_monitor_is_not_built_while_the_header_is_fed_at_the_idle_rate() -> None:
+    settings = Settings(demo=True, interval=FAST)
+    feed = SnapshotFeed(settings, idle_seconds=1.0)  # nothing shown wants a rate: every 1 s, not 0.25 s
+    app = TfgpuApp(settings, initial_tab="probe", feed=feed)
+    seen: list[Snapshot] = []
     async with app.run_test(size=(160, 50)) as pilot:
-        tab = app.query_one(MonitorTab)
+        feed.subscribe(lambda update: seen.append(update.snapshot))
         await wait_until(pilot, lambda: app.query_one(StatusHeader).gpu_count == 2)
-        await wait_for_samples(pilot, tab, 1)
-        seen = [tab.snapshot]
-
-        def sampled() -> bool:
-            if tab.snapshot is not seen[-1]:
-                seen.append(tab.snapshot)
-            return len(seen) >= 3
-
-        await wait_until(pilot, sampled, timeout=20)
+        await wait_until(pilot, lambda: len(seen) >= 3, timeout=20)
         # hidden: a sample each 1 s, not each 0.25 s. Each gap between the samples' own timestamps is bounded
         # below (load only stretches it), not the number of samples in a wall-clock window: a gap is the
         # period less at most what taking the earlier sample cost (its sample_ms); 2 * FAST is twice the
-        # shown rate and leaves half the hidden period for the sampling thread being scheduled late
+        # shown rate and leaves half the idle period for the sampling thread being scheduled late
         gaps = [b.timestamp - a.timestamp + (a.sample_ms or 0) / 1000 for a, b in itertools.pairwise(seen)]
         assert min(gaps) >= 2 * FAST, gaps
         assert app.query_one(StatusHeader).alert is not None  # the demo's alerts reach the header
-        assert shown_pids(app) == [] and tab.ui_ms is None  # but the hidden widgets were left alone
+        assert not app.query(MonitorTab)  # the header does not need the Monitor
         await pilot.press("2")
         await wait_until(pilot, lambda: len(shown_pids(app)) == 4 and len(app.query(GpuCard)) == 2)
-        assert all(plot.history is not None for plot in app.query(HistoryPlot))
+        await wait_until(pilot, lambda: all(plot.history is not None for plot in app.query(HistoryPlot)))
 
 
 async def test_sort_keys_and_header_click_change_the_order() -> None:

@@ -17,7 +17,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_SPECS, TfgpuApp
 from tfgpu_tui.ui.tab_base import DashboardTab
 
-LATER = ("environment", "training", "batch_probe", "hosts", "help_screen")
+LATER = ("monitor", "environment", "training", "batch_probe", "hosts", "help_screen")
 
 
 def modules_after(code: str) -> list[str]:
@@ -27,9 +27,9 @@ def modules_after(code: str) -> list[str]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_the_app_module_imports_no_other_tab_and_no_command() -> None:
+def test_the_app_module_imports_no_tab_and_no_command() -> None:
     loaded = modules_after("import tfgpu_tui.ui.app")
-    assert "tfgpu_tui.ui.monitor" in loaded
+    assert "tfgpu_tui.ui.header" in loaded and "tfgpu_tui.gpu.feed" in loaded
     assert not [name for name in LATER if f"tfgpu_tui.ui.{name}" in loaded]
     assert not [name for name in loaded if name.startswith(("tfgpu_tui.commands.", "tensorflow"))]
 

@@ -80,6 +80,9 @@ def whole_in(bounds: Range) -> Callable[[str], int]:
 
 
 interval_seconds = number_in(INTERVAL, "seconds")
+# The longest the dashboard waits for the first snapshot before it loads the UI: a driver slow to initialise
+# (no persistence mode) lets the UI start, and the first snapshot follows when it comes.
+FIRST_SNAPSHOT_SECONDS = 0.5
 DEMO_GPUS = Range(2, 16)
 
 
@@ -299,16 +302,17 @@ def forget_inherited_terminal_size(environ: MutableMapping[str, str]) -> None:
 
 
 def run_app(settings: Settings) -> int:
-    """Start the interactive dashboard (Textual is imported only here, once the GPUs are read: see
-    gpu/sampler_start.py)."""
-    from tfgpu_tui.gpu.sampler_start import SamplerStart
+    """Start the interactive dashboard. Its feed starts first and Textual is imported once the GPUs are read
+    (or after FIRST_SNAPSHOT_SECONDS): done beside Textual's start-up, the first sample competes with it for
+    the interpreter and both finish late; done first, the first frame already shows the GPUs."""
+    from tfgpu_tui.gpu.feed import SnapshotFeed
 
-    start = SamplerStart(settings)
-    start.wait()
+    feed = SnapshotFeed(settings).start()
+    feed.wait_first(FIRST_SNAPSHOT_SECONDS)
     from tfgpu_tui.ui.app import TfgpuApp
 
     forget_inherited_terminal_size(os.environ)
-    TfgpuApp(settings, sampler_start=start).run()
+    TfgpuApp(settings, feed=feed).run()  # the app closes the feed as it ends
     return 0
 
 

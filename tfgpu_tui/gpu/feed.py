@@ -1,9 +1,10 @@
-"""The SnapshotFeed: the one sampling thread of a process, and the kill path beside it.
+"""The SnapshotFeed: the one sampling thread of a process.
 
 A feed owns the process's Sampler. Its thread creates the Sampler and takes the first snapshot at once (the
 dashboard waits a moment for it, so that its first frame shows the GPUs), then samples as often as its most
-demanding subscriber asks and hands each frozen Snapshot to every subscriber. The dashboard, `export` and
-`notify` each own one feed; the Monitor, the header, the alerts, the exporter and the notifier subscribe.
+demanding subscriber asks (a hidden view asks for no rate: then every `idle_seconds`) and hands each frozen
+Snapshot to every subscriber. The dashboard, `export` and `notify` each own one feed; the Monitor, the
+header, the alerts, the exporter and the notifier subscribe. The kill path beside it is gpu/kill_requests.py.
 
 Subscribers are called in the feed's thread and must return quickly: a UI posts a message, a headless
 subscriber does its own short work (formatting the state for a scrape, queueing a notification).
@@ -13,15 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfgpu_tui.gpu.history import GpuHistory, relative_series
-from tfgpu_tui.gpu.kill import KillOutcome, KillResult
-from tfgpu_tui.gpu.model import NvmlUnavailable, ProcessRow, Snapshot
+from tfgpu_tui.gpu.model import NvmlUnavailable, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
@@ -29,7 +28,6 @@ from tfgpu_tui.settings import Settings
 # While no subscriber asks for a rate (a dashboard showing another tab), the feed still samples this often:
 # the header's GPU count and alerts stay current at almost no cost.
 IDLE_SECONDS = 10.0
-STARTING = "The monitor is still starting."
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class FeedUpdate:
     histories: tuple[GpuHistory, ...] | None = None
 
 
-Callback = Callable[[FeedUpdate], None]
+Callback = Callable[[FeedUpdate], object]
 
 
 class Subscription:
@@ -95,7 +93,6 @@ class SnapshotFeed:
         self._stopped = False
         self._first = threading.Event()
         self._latest: Snapshot | None = None
-        self._kill: threading.Thread | None = None
         self._thread: threading.Thread | None = None
 
     # -- life -----------------------------------------------------------------------------------------------
@@ -112,14 +109,17 @@ class SnapshotFeed:
         return self.latest
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop sampling and release the Sampler (NVML, caches); waits up to `timeout` for the thread."""
+        """Stop sampling and release the Sampler (NVML, caches); waits up to `timeout` for the thread. Closing
+        twice does nothing more."""
         with self._lock:
+            if self._stopped:
+                return
             self._stopped = True
             self._subscriptions.clear()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        if self._thread is None or not self._thread.is_alive():
+        if self._thread is None:  # never started; else the thread closes it as it ends
             self._close_sampler()
 
     @property
@@ -250,46 +250,3 @@ class SnapshotFeed:
         if sampler is not None:
             with contextlib.suppress(Exception):
                 sampler.close()
-
-    # -- the kill path --------------------------------------------------------------------------------------
-    @property
-    def kill_running(self) -> bool:
-        kill = self._kill
-        return kill is not None and kill.is_alive()
-
-    def kill_refusal(self, row: ProcessRow) -> str | None:
-        """Why this process may not be signalled now, or None when it may."""
-        sampler = self._sampler
-        if sampler is None:
-            return STARTING
-        if self.kill_running:
-            return "A kill is already in progress; wait for its outcome."
-        return sampler.kill_refusal(row)
-
-    def start_kill(
-        self,
-        row: ProcessRow,
-        first_signal: signal.Signals,
-        on_progress: Callable[[str], None],
-        on_done: Callable[[KillOutcome], None],
-    ) -> str | None:
-        """Kill `row` in a thread of its own (signals, grace period, freed-memory check): `on_progress` with
-        each step, `on_done` with the outcome, both called in that thread; then sample at once. Returns why
-        it did not start (and calls nothing), or None."""
-        refusal = self.kill_refusal(row)
-        sampler = self._sampler
-        if refusal is not None or sampler is None:
-            return refusal or STARTING
-
-        def run() -> None:
-            try:
-                outcome = sampler.kill(row, on_progress, first_signal)
-            except Exception as error:  # noqa: BLE001 - report it rather than lose it in a dead thread
-                outcome = KillOutcome(row.pid, KillResult.ERROR, f"Killing PID {row.pid} failed: {error!r}")
-            with contextlib.suppress(Exception):
-                on_done(outcome)
-            self.sample_soon()
-
-        self._kill = threading.Thread(target=run, name="tfgpu-kill", daemon=True)
-        self._kill.start()
-        return None

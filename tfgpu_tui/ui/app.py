@@ -1,8 +1,9 @@
 """The Textual app: a status header, the tabs, a footer with the keys that matter.
 
-Start-up builds only what the first frame needs: the Monitor (its sampler feeds the header on every tab), the
-initial tab and, when there is a log to follow, the Training tab (its problems reach the header too). Any
-other tab's module is imported and its content built the first time it is shown.
+The app owns the process's one SnapshotFeed (gpu/feed.py) and the kill path beside it: the header, the
+app's alerts and the Monitor each subscribe to it. Start-up builds only what the first frame needs: the
+initial tab and, when there is a log to follow, the Training tab (its problems reach the header from any
+tab). Any other tab's module is imported and its content built the first time it is shown.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from textual.widget import AwaitMount, Widget
 from textual.widgets import TabbedContent, TabPane
 
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
-from tfgpu_tui.gpu.sampler_start import SamplerStart
+from tfgpu_tui.gpu.feed import SnapshotFeed
+from tfgpu_tui.gpu.kill_requests import KillRequests
+from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.header import StatusHeader
-from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
-from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.messages import AlertsChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.alerts_panel import with_short_titles
 from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 
@@ -146,31 +150,42 @@ class TfgpuApp(App[None]):
         self,
         settings: Settings | None = None,
         initial_tab: str = "monitor",
-        sampler_start: SamplerStart | None = None,
+        feed: SnapshotFeed | None = None,
     ) -> None:
+        """`feed`: the one the command line started before Textual loaded (so the first frame shows the
+        GPUs), else one is made; the app starts it and closes it when it ends."""
         super().__init__()
         self.settings = settings or Settings()
-        self.sampler_start = sampler_start  # the Monitor's sampler, started before the UI loaded
+        self.feed = feed or SnapshotFeed(self.settings)
+        self.kills = KillRequests(self.feed)
         self.initial_tab = initial_tab
         self._alerts_by_source: dict[str, list[Alert]] = {}
+        self._gpu_alerts: list[Alert] | None = None  # the latest snapshot's, to tell a change
         self._specs = [spec for spec in TAB_SPECS if spec.present(self.settings)]
         self._mounting: dict[str, AwaitMount] = {}  # tabs built after start-up, until they are mounted
 
+    def on_load(self) -> None:
+        self.feed.start()
+
     def compose(self) -> ComposeResult:
-        yield StatusHeader()
+        yield StatusHeader(self.feed)
         with DashboardTabs(initial=self.initial_tab):
             for spec in self._specs:
                 with TabPane(spec.title, id=spec.tab_id):
-                    if spec.tab_id == MonitorTab.TAB_ID:
-                        yield MonitorTab(self.settings, start=self.sampler_start)
-                    elif self._built_at_start(spec.tab_id):
-                        yield spec.load()(self.settings)
+                    if self._built_at_start(spec.tab_id):
+                        yield self._make_tab(spec)
         yield KeyFooter()
 
+    def _make_tab(self, spec: TabSpec) -> DashboardTab:
+        """A tab's content; the Monitor gets the feed and the kill path."""
+        if spec.tab_id == "monitor":
+            return spec.load()(self.settings, self.feed, self.kills)  # type: ignore[call-arg]
+        return spec.load()(self.settings)
+
     def _built_at_start(self, tab_id: str) -> bool:
-        """The initial tab, the Monitor (the header's GPU count and alerts come from its sampler) and the
-        Training tab when it has a log to follow (its alerts reach the header from any tab)."""
-        if tab_id in (self.initial_tab, MonitorTab.TAB_ID):
+        """The initial tab, and the Training tab when it has a log to follow (its alerts reach the header
+        from any tab)."""
+        if tab_id == self.initial_tab:
             return True
         settings = self.settings
         return tab_id == "training" and (
@@ -184,7 +199,7 @@ class TfgpuApp(App[None]):
         pane = self.query_one(TabbedContent).get_pane(tab_id)
         if pane.query_children(DashboardTab):
             return None
-        mounting = self._mounting[tab_id] = pane.mount(SPECS_BY_ID[tab_id].load()(self.settings))
+        mounting = self._mounting[tab_id] = pane.mount(self._make_tab(SPECS_BY_ID[tab_id]))
         return mounting
 
     async def tab(self, tab_id: str) -> DashboardTab:
@@ -199,7 +214,23 @@ class TfgpuApp(App[None]):
         self.query_one(StatusHeader).simulated = self.settings.demo
         for warning in self.settings.config_warnings:
             self.notify(warning, title="Settings file", severity="warning", timeout=15)
+        subscribe(self, self.feed)  # the GPU alerts, for the header on every tab
+        if (latest := self.feed.latest) is not None:
+            self._take_gpu_alerts(latest)
         self.call_after_refresh(self._focus_active_tab)
+
+    def on_unmount(self) -> None:
+        """Stop sampling (the widgets are gone by now)."""
+        self.feed.close()
+
+    def on_feed_updated(self, message: FeedUpdated) -> None:
+        self._take_gpu_alerts(message.update.snapshot)
+
+    def _take_gpu_alerts(self, snapshot: Snapshot) -> None:
+        """The snapshot's alerts, with short titles, become the GPU source's alerts when they change."""
+        if snapshot.alerts != self._gpu_alerts:
+            self._gpu_alerts = list(snapshot.alerts)
+            self._set_alerts("monitor", with_short_titles(list(snapshot.alerts), snapshot.processes))
 
     @property
     def all_alerts(self) -> list[Alert]:
@@ -207,21 +238,17 @@ class TfgpuApp(App[None]):
         return ordered([alert for alerts in self._alerts_by_source.values() for alert in alerts])
 
     def on_alerts_changed(self, message: AlertsChanged) -> None:
-        self._alerts_by_source[message.source] = list(message.alerts)
+        self._set_alerts(message.source, message.alerts)
+
+    def _set_alerts(self, source: str, alerts: list[Alert]) -> None:
+        """Replace one source's alerts and show the most urgent of all in the header."""
+        self._alerts_by_source[source] = list(alerts)
         alerts = self.all_alerts
         header = self._header()
         if header is None:
             return
         header.alert = most_urgent(alerts)
         header.alert_count = len(alerts)
-
-    def on_gpu_count_changed(self, message: GpuCountChanged) -> None:
-        header = self._header()
-        if header is None:
-            return
-        header.gpu_count = message.count
-        header.simulated = message.simulated
-        header.no_gpu_reason = message.reason
 
     def _header(self) -> StatusHeader | None:
         """The status header, or None while the app is shutting down."""

@@ -1,4 +1,7 @@
-"""The status line at the top: host, GPU count, SIMULATED badge and the most urgent alert."""
+"""The status line at the top: host, GPU count, SIMULATED badge and the most urgent alert.
+
+The header subscribes to the feed itself for the GPU count; the alerts of every source come from the app.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
+from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.widgets.alerts_panel import short_title
 
 _SEVERITY_CLASS = {
@@ -29,9 +35,30 @@ class StatusHeader(Static):
     alert: reactive[Alert | None] = reactive(None)
     alert_count: reactive[int] = reactive(0)
 
-    def __init__(self) -> None:
+    def __init__(self, feed: SnapshotFeed | None = None) -> None:
         super().__init__(id="status-header")
         self.host = socket.gethostname()
+        self._feed = feed
+        self._subscription: Subscription | None = None
+
+    def on_mount(self) -> None:
+        if self._feed is not None:
+            self._subscription = subscribe(self, self._feed)
+            if (latest := self._feed.latest) is not None:  # on the first frame already
+                self.show_snapshot(latest)
+
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.cancel()
+
+    def on_feed_updated(self, message: FeedUpdated) -> None:
+        self.show_snapshot(message.update.snapshot)
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        """Take the GPU count (or why there is none) and whether it is simulated from a snapshot."""
+        self.gpu_count = len(snapshot.devices) if snapshot.error is None else None
+        self.no_gpu_reason = snapshot.error.message if snapshot.error is not None else ""
+        self.simulated = snapshot.simulated
 
     def render(self) -> Text:
         width = self.content_region.width or 80

@@ -18,16 +18,6 @@ class AlertsChanged(Message):
         self.alerts = alerts
 
 
-class GpuCountChanged(Message):
-    """How many GPUs the monitor sees (None when there is nothing to monitor), and whether simulated."""
-
-    def __init__(self, count: int | None, simulated: bool, reason: str = "") -> None:
-        super().__init__()
-        self.count = count
-        self.simulated = simulated
-        self.reason = reason
-
-
 class ShowTab(Message):
     """Ask the app to switch to a tab (by pane id), e.g. from a finding that links to the Monitor tab;
     `target` names something in that tab to reveal (a finding id), or is empty."""

@@ -1,39 +1,40 @@
 """The Monitor tab: live GPU cards and history, host line, alerts, the process table and the kill action.
 
-The tab owns the app's one Sampler. A worker thread samples every `settings.interval` seconds and posts each
-snapshot here as a message; the event loop only applies it to the widgets.
+A view: the app's feed (gpu/feed.py) posts each snapshot here as a message, and the kill path
+(gpu/kill_requests.py) reports a kill's steps and outcome the same way. The tab holds no thread and no lock;
+it tells the feed how often it wants snapshots (the refresh interval while shown, nothing while hidden) and
+whether it wants the history series for its plots.
 """
 
 from __future__ import annotations
 
 import math
 import signal
-import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events, work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Static
-from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Alert
-from tfgpu_tui.gpu.history import GpuHistory, relative_series
+from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed, Subscription
+from tfgpu_tui.gpu.history import GpuHistory
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
+from tfgpu_tui.gpu.kill_requests import STARTING, KillRequests
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
-from tfgpu_tui.gpu.sampler import Sampler
-from tfgpu_tui.gpu.sampler_start import SamplerStart
-from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.messages import AlertsChanged, GpuCountChanged, OpenLog, ShowTab
+from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
+from tfgpu_tui.ui.messages import OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
-from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, with_short_titles
+from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList, compact_line_count
 from tfgpu_tui.ui.widgets.gpu_format import set_level_colors
 from tfgpu_tui.ui.widgets.host_line import render_host_line
@@ -51,9 +52,6 @@ if TYPE_CHECKING:
 
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
-# While another tab is shown the sampler still feeds the header (GPU count, alerts), at most this often
-# (measurements in docs/performance.md); showing it samples at once.
-HIDDEN_SAMPLE_SECONDS = 10.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
 NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
 # The Monitor's styles (and those of its widgets, the header and the kill dialog): the app loads it.
@@ -75,50 +73,18 @@ MAX_ALERT_LINES = 5
 DETAIL_MIN_LINES = 4  # the selected alert's text and fix, at the least
 
 
-class SnapshotReady(Message):
-    """A fresh snapshot from the sampling thread, with the history series of each GPU when the plots are
-    due a redraw (None otherwise)."""
-
-    def __init__(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-        self.histories = histories
-
-
-class SamplerFailed(Message):
-    """The sampler itself broke (a bug, not a missing driver): say so instead of freezing silently."""
-
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
-
-
+@dataclass
 class KillProgress(Message):
     """A step of a kill in progress ("SIGTERM sent", "waiting 5 s", ...)."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+    text: str
 
 
+@dataclass
 class KillFinished(Message):
     """The final outcome of a kill."""
 
-    def __init__(self, outcome: KillOutcome) -> None:
-        super().__init__()
-        self.outcome = outcome
-
-
-def collect_histories(sampler: Sampler, devices: list[DeviceSample], now: float) -> list[GpuHistory]:
-    """Each GPU's utilisation and memory series relative to `now` (run in the sampling thread)."""
-    return [
-        GpuHistory(
-            device.index,
-            relative_series(sampler.series(device.index, "utilization"), now),
-            relative_series(sampler.series(device.index, "memory_percent"), now),
-        )
-        for device in devices
-    ]
+    outcome: KillOutcome
 
 
 def no_gpu_text(snapshot: Snapshot) -> Text:
@@ -152,30 +118,28 @@ class MonitorTab(DashboardTab):
     ]
 
     def __init__(
-        self, settings: Settings, source: GpuSource | None = None, start: SamplerStart | None = None
+        self,
+        settings: Settings,
+        feed: SnapshotFeed | None = None,
+        kills: KillRequests | None = None,
+        plot_seconds: float = PLOT_REDRAW_SECONDS,
     ) -> None:
+        """`feed`: where the snapshots come from (None: only what is posted to the tab as `FeedUpdated`);
+        `kills`: the kill path (None: kills are refused as not started); `plot_seconds`: how often the
+        history plots are redrawn."""
         super().__init__(settings)
-        self._source = source
-        self._start = start  # the Sampler and first snapshot taken before the UI loaded (the dashboard's)
-        self._sampler: Sampler | None = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._on_screen = threading.Event()  # set: the tab is shown, so sample at the full rate
-        self._replan = threading.Event()  # set with _wake: re-plan the wait (the sampling rate changed)
+        self.feed = feed
+        self.kills = kills
+        self.plot_seconds = plot_seconds
+        self._subscription: Subscription | None = None
         self.sort_by = SORT_KEYS[0]
         self.sort_reverse = False
         self.snapshot: Snapshot | None = None
         self.ui_ms: float | None = None  # what applying the last snapshot to the widgets cost
         self.kill_running = False
         self.compact_choice: bool | None = None  # None: the compact GPU view is chosen by the height
-        self._gpu_count: tuple[int | None, str] | None = None
-        self._alerts: list[Alert] | None = None
-        self.plot_seconds = PLOT_REDRAW_SECONDS  # how often the history plots are redrawn
-        self.hidden_sample_seconds = HIDDEN_SAMPLE_SECONDS  # the slowest sampling while another tab is shown
-        self._plots_wanted = threading.Event()  # set: collect histories with the next sample
-        self._plots_shown = threading.Event()  # set: the full cards and their plots are on screen
-        self._histories: list[GpuHistory] = []  # the latest collected, for catching up when the tab is shown
+        self._plots_shown = False  # the full cards and their plots are on screen
+        self._histories: tuple[GpuHistory, ...] = ()  # the latest received, for catching up when shown
         self._histories_at = -math.inf  # the timestamp of the snapshot they came with
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
         self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
@@ -196,11 +160,11 @@ class MonitorTab(DashboardTab):
     def on_mount(self) -> None:
         self._use_theme_colors()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._use_theme_colors())
-        # The snapshot taken before the UI loaded goes on the first frame, not on one painted after it.
-        first = self._start.take_snapshot() if self._start is not None else None
-        if first is not None:
-            self._receive(first, None, shown=True)
-        self._sample_loop()
+        if self.feed is not None:
+            self._subscription = subscribe(self, self.feed)
+            # the newest snapshot goes on the first frame, not on one painted after the next sample
+            if (latest := self.feed.latest) is not None:
+                self._receive(FeedUpdate(latest), shown=True)
 
     def _use_theme_colors(self) -> None:
         """Bars and load figures take the theme's success, warning and error colours."""
@@ -212,11 +176,8 @@ class MonitorTab(DashboardTab):
         )
 
     def on_unmount(self) -> None:
-        with self._lock:
-            self._stop.set()
-            self._wake.set()
-            if self._sampler is not None:
-                self._sampler.close()
+        if self._subscription is not None:
+            self._subscription.cancel()
 
     def focus_default(self) -> None:
         self.query_one(ProcessTable).focus()
@@ -226,103 +187,50 @@ class MonitorTab(DashboardTab):
         """Whether the GPUs are shown one line each (else as cards with history plots)."""
         return self.has_class("-compact")
 
-    @property
-    def sampler(self) -> Sampler | None:
-        """The app's one Sampler (None until the sampling thread has created it)."""
-        return self._sampler
-
-    # --- sampling (worker thread) -------------------------------------------------------------------------
-
-    @work(thread=True, exclusive=True, group="monitor-sampler", exit_on_error=False)
-    def _sample_loop(self) -> None:
-        """Create the sampler (or take the one started before the UI loaded, with its first snapshot), then
-        sample every `settings.interval` s until the tab goes away."""
-        worker = get_current_worker()
-        first: Snapshot | None = None
-        try:
-            if self._start is not None:
-                sampler, first = self._start.result()
-            else:
-                sampler = Sampler(self.settings, self._source)
-        except Exception as error:  # noqa: BLE001 - the contract says it never raises; show it if it does
-            self.post_message(SamplerFailed(f"the GPU sampler could not start: {error!r}"))
-            return
-        with self._lock:
-            if self._stop.is_set():
-                sampler.close()
-                return
-            self._sampler = sampler
-        if self._start is not None and first is None:  # on_mount showed the start's snapshot: the next is due
-            self._wait_for_next(time.monotonic())  # one period from now
-        plots_at = -math.inf  # when the histories were last collected
-        while not worker.is_cancelled:
-            started = time.monotonic()
-            with self._lock:
-                if self._stop.is_set():
-                    return
-                try:
-                    snapshot, first = first or sampler.sample(), None  # the start's snapshot comes first
-                except Exception as error:  # noqa: BLE001 - keep the loop (and the app) alive
-                    self.post_message(SamplerFailed(f"sampling failed: {error!r}"))
-                    snapshot = None
-            if snapshot is not None:
-                histories = None
-                due = started - plots_at >= self.plot_seconds or self._plots_wanted.is_set()
-                if due and self._plots_shown.is_set():
-                    self._plots_wanted.clear()
-                    plots_at = started
-                    histories = collect_histories(sampler, snapshot.devices, snapshot.timestamp)
-                self.post_message(SnapshotReady(snapshot, histories))
-            self._wait_for_next(started)
-
-    def _wait_for_next(self, started: float) -> None:
-        """Sleep until the next sample is due. A wake (a kill's end, the tab going away) ends the wait at
-        once; the tab shown again re-plans it at the full rate (a fresher snapshot is not retaken)."""
-        while self._wake.wait(max(0.0, self._sample_period() - (time.monotonic() - started))):
-            self._wake.clear()
-            if not self._replan.is_set() or self._stop.is_set():
-                return
-            self._replan.clear()
-
-    def _sample_period(self) -> float:
-        """Seconds between samples: the refresh interval while the tab is shown, less often while hidden."""
-        interval = self.settings.interval
-        return interval if self._on_screen.is_set() else max(interval, self.hidden_sample_seconds)
-
     # --- applying a snapshot (event loop) -----------------------------------------------------------------
 
-    def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self._receive(message.snapshot, message.histories, shown=self.is_on_screen)
+    def on_feed_updated(self, message: FeedUpdated) -> None:
+        self._receive(message.update, shown=self.is_on_screen)
 
-    def _receive(self, snapshot: Snapshot, histories: list[GpuHistory] | None, shown: bool) -> None:
-        """Keep the snapshot and tell the header; update the widgets if `shown` (the tab is on screen)."""
-        self.snapshot = snapshot
-        if histories is not None:
-            self._histories, self._histories_at = histories, snapshot.timestamp
-        self._post_header_updates(snapshot)
+    def _receive(self, update: FeedUpdate, shown: bool) -> None:
+        """Keep the snapshot; update the widgets if `shown` (the tab is on screen)."""
+        self.snapshot = update.snapshot
+        if update.histories is not None:
+            self._histories, self._histories_at = update.histories, update.snapshot.timestamp
         if shown:
-            self._apply(snapshot, histories)
+            self._apply(update.snapshot, update.histories)
         else:
             self._behind = True
 
     def on_show(self) -> None:
-        """Sample at the full rate again; catch up with what was sampled while the tab was hidden."""
-        if not self._on_screen.is_set():
-            self._on_screen.set()
-            self._replan.set()
-            self._wake.set()
+        """Ask the feed for the full rate again; catch up with what came while the tab was hidden."""
+        if self._subscription is not None:
+            self._subscription.set_period(self.settings.interval)
+        self._ask_for_histories()
         if self._behind and self.snapshot is not None:
             self._apply(self.snapshot, self._histories)
             if self.snapshot.timestamp - self._histories_at >= self.plot_seconds:
-                self._plots_wanted.set()  # they are due: fresh ones with the next sample
+                self._want_histories()  # they are due: fresh ones with the next sample
 
     def on_hide(self) -> None:
-        self._on_screen.clear()
+        """Hidden, the tab wants no particular rate and no histories (the feed slows down)."""
+        if self._subscription is not None:
+            self._subscription.set_period(None)
+            self._subscription.set_histories(None)
+
+    def _ask_for_histories(self) -> None:
+        """Histories every `plot_seconds` while the plots are shown, else none."""
+        if self._subscription is not None:
+            self._subscription.set_histories(self.plot_seconds if self._plots_shown else None)
+
+    def _want_histories(self) -> None:
+        if self._subscription is not None:
+            self._subscription.want_histories()
 
     def on_resize(self, _event: events.Resize) -> None:
         self._fit()
 
-    def _apply(self, snapshot: Snapshot, histories: list[GpuHistory] | None) -> None:
+    def _apply(self, snapshot: Snapshot, histories: tuple[GpuHistory, ...] | None) -> None:
         """Show a snapshot in the widgets; each widget repaints only what changed, without a re-layout where
         its size is fixed. `histories` None leaves the plots as they are."""
         started = time.perf_counter()
@@ -342,7 +250,7 @@ class MonitorTab(DashboardTab):
         panel = self.query_one(AlertsPanel)
         panel.show(shown, snapshot.processes)
         self._fit()
-        self._show_gpus(snapshot.devices, histories or [])
+        self._show_gpus(snapshot.devices, histories or ())
         self._refresh_table()
         self.ui_ms = (time.perf_counter() - started) * 1000
 
@@ -381,11 +289,11 @@ class MonitorTab(DashboardTab):
             compact = mig or CARD_LINES * gpus > height // 2 or room < wanted
         self.set_class(compact, "-compact")
         gpu_lines = lines if compact else cards
-        if compact:
-            self._plots_shown.clear()
-        elif not self._plots_shown.is_set():
-            self._plots_shown.set()
-            self._plots_wanted.set()
+        if self._plots_shown == compact:
+            self._plots_shown = not compact
+            self._ask_for_histories()
+            if self._plots_shown:
+                self._want_histories()
         room = height - fixed - gpu_lines - TABLE_MIN_LINES
         alert_lines = max(1, min(alerts, MAX_ALERT_LINES, room))
         panel.styles.max_height = alert_lines
@@ -398,10 +306,7 @@ class MonitorTab(DashboardTab):
         detail.styles.max_height = max(DETAIL_MIN_LINES, detail_room + (gpu_lines if hide_gpus else 0))
         detail.set_class(reading, "-shown")
 
-    def on_sampler_failed(self, message: SamplerFailed) -> None:
-        self._set_kill_status(Text(f"Monitor error: {message.error}"), "error")
-
-    def _show_gpus(self, devices: list[DeviceSample], histories: list[GpuHistory]) -> None:
+    def _show_gpus(self, devices: list[DeviceSample], histories: tuple[GpuHistory, ...]) -> None:
         """The compact lines, or one row (card + history plot) per GPU; rows are rebuilt only when the set of
         GPUs changes, and the view that is not shown is left alone."""
         if self.compact:
@@ -421,7 +326,7 @@ class MonitorTab(DashboardTab):
                 Horizontal(cards[device.index], plots[device.index], classes="gpu-row") for device in devices
             )
             if not histories:
-                self._plots_wanted.set()  # new plots: fill them with the next sample
+                self._want_histories()  # new plots: fill them with the next sample
         else:
             plots = {plot.index: plot for plot in container.query(HistoryPlot)}
         if container.display != bool(devices):
@@ -476,17 +381,6 @@ class MonitorTab(DashboardTab):
         if self._lines.get(selector) != content:
             self._lines[selector] = content
             self.query_one(selector, Static).update(content, layout=False)
-
-    def _post_header_updates(self, snapshot: Snapshot) -> None:
-        """Tell the app (header) about the GPU count and alerts (short titles filled in) when they change."""
-        count = (None, snapshot.error.message) if snapshot.error is not None else (len(snapshot.devices), "")
-        if count != self._gpu_count:
-            self._gpu_count = count
-            self.post_message(GpuCountChanged(count[0], snapshot.simulated, count[1]))
-        if snapshot.alerts != self._alerts:
-            self._alerts = list(snapshot.alerts)
-            alerts = with_short_titles(list(snapshot.alerts), snapshot.processes)
-            self.post_message(AlertsChanged(self.TAB_ID, alerts))
 
     # --- views and sorting ----------------------------------------------------------------------------------
 
@@ -584,51 +478,44 @@ class MonitorTab(DashboardTab):
         if self.kill_running:
             self.notify("A kill is already in progress; wait for its outcome.", severity="warning")
             return
-        if self._sampler is None:
-            self.notify("The monitor is still starting.", severity="warning")
-            return
         row = selected.process
-        refusal = self._sampler.kill_refusal(row)
+        refusal = self.kills.refusal(row) if self.kills is not None else STARTING
         if refusal is not None:
-            self.notify(
-                refusal, title=f"Cannot kill PID {row.pid}", severity="warning", timeout=NOTIFY_SECONDS
-            )
-            self._set_kill_status(Text(f"Not killed: {refusal}"), "warning")
+            self._refused(row, refusal)
             return
 
         from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill  # loaded when first needed
 
         def confirmed(choice: KillChoice | None) -> None:
             if choice is not None:
-                self._run_kill(row, choice)
+                self._start_kill(row, choice)
 
         self.app.push_screen(ConfirmKill(row, self.settings.kill_grace_seconds, self.settings), confirmed)
 
-    def _run_kill(self, row: ProcessRow, choice: KillChoice = signal.SIGTERM) -> None:
-        from tfgpu_tui.gpu.kernel_actions import choice_label  # the kill path loads when first used
+    def _refused(self, row: ProcessRow, refusal: str) -> None:
+        self.notify(refusal, title=f"Cannot kill PID {row.pid}", severity="warning", timeout=NOTIFY_SECONDS)
+        self._set_kill_status(Text(f"Not killed: {refusal}"), "warning")
 
-        self.kill_running = True
-        self._set_kill_status(Text(f"Ending PID {row.pid} ({choice_label(choice)})…"), None)
-        self._kill_worker(row, choice)
-
-    @work(thread=True, group="monitor-kill", exit_on_error=False)
-    def _kill_worker(self, row: ProcessRow, choice: KillChoice) -> None:
-        """Run the blocking kill (signals, grace period, memory check) off the event loop."""
-        from tfgpu_tui.gpu.kernel_actions import end_process
-
-        sampler = self._sampler
-        if sampler is None:
+    def _start_kill(self, row: ProcessRow, choice: KillChoice = signal.SIGTERM) -> None:
+        """Hand the kill (a signal, or a kernel action) to the core; its steps and outcome come back as
+        messages."""
+        if self.kills is None:
+            self._refused(row, STARTING)
             return
 
         def progress(text: str) -> None:
             self.post_message(KillProgress(text))
 
-        try:
-            outcome = end_process(sampler, row, choice, progress)  # a signal, or a kernel action
-        except Exception as error:  # noqa: BLE001 - report it rather than lose it in a dead worker
-            outcome = KillOutcome(row.pid, KillResult.ERROR, f"Killing PID {row.pid} failed: {error!r}")
-        self.post_message(KillFinished(outcome))
-        self._wake.set()
+        refusal = self.kills.start(
+            row, choice, progress, lambda outcome: self.post_message(KillFinished(outcome))
+        )
+        if refusal is not None:
+            self._refused(row, refusal)
+            return
+        from tfgpu_tui.gpu.kernel_actions import choice_label  # loaded by the kill just started
+
+        self.kill_running = True
+        self._set_kill_status(Text(f"Ending PID {row.pid} ({choice_label(choice)})…"), None)
 
     def on_kill_progress(self, message: KillProgress) -> None:
         self._set_kill_status(Text(message.text), None)

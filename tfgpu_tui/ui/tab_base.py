@@ -42,16 +42,16 @@ class DashboardTab(Vertical):
         self.set_class(height < self.SHORT_BELOW, "-short")
 
     def simulated_gpus(self) -> SimulatedSource:
-        """The GPU simulation of ``--demo`` (call from the event loop): the one the Monitor samples once its
-        sampler runs, so that a process ended there is gone in every tab; before that, a fresh simulation of
-        the same machine."""
+        """The GPU simulation of ``--demo`` (call from the event loop): the one the app's feed samples once
+        it runs, so that a process ended there is gone in every tab; before that, a fresh simulation of the
+        same machine."""
+        from tfgpu_tui.gpu.feed import SnapshotFeed
         from tfgpu_tui.gpu.simulated import SimulatedSource
-        from tfgpu_tui.ui.monitor import MonitorTab
 
-        for monitor in self.app.query(MonitorTab):
-            sampler = monitor.sampler
-            if sampler is not None and isinstance(sampler.source, SimulatedSource):
-                return sampler.source
+        feed = getattr(self.app, "feed", None)
+        sampler = feed.sampler if isinstance(feed, SnapshotFeed) else None
+        if sampler is not None and isinstance(sampler.source, SimulatedSource):
+            return sampler.source
         return SimulatedSource(gpus=self.settings.demo_gpus)
 
     def reveal(self, target: str) -> None:
