@@ -34,6 +34,7 @@ HOST_OOM = (
     "ResourceExhaustedError: OOM when allocating tensor with shape[60000,28,28,64] and type float on "
     "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu"
 )
+CUINIT_303 = "E cuda_driver.cc:271] failed call to cuInit: UNKNOWN ERROR (303)"
 GPU_OOM = (
     "ResourceExhaustedError: OOM when allocating tensor with shape[32,1024,64,64] and type float on "
     "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
@@ -93,14 +94,37 @@ def test_host_oom_is_host_memory_with_host_fixes() -> None:
 def test_cuinit_303_is_explained_for_the_platform(
     monkeypatch: pytest.MonkeyPatch, system: str, release: str, words: str
 ) -> None:
+    """The inspection ran on this machine: its platform decides."""
     monkeypatch.setattr(diagnoses.platform, "system", lambda: system)
     monkeypatch.setattr(diagnoses.platform, "release", lambda: release)
-    diagnoses.platform_details.cache_clear()
+    diagnoses.this_platform.cache_clear()
     try:
-        [found] = diagnose_text("E cuda_driver.cc:271] failed call to cuInit: UNKNOWN ERROR (303)")
+        [found] = diagnose_text(CUINIT_303, platform_name=diagnoses.this_platform())
     finally:
-        diagnoses.platform_details.cache_clear()
+        diagnoses.this_platform.cache_clear()
     assert found.id == "CUINIT_303" and words in found.fix and "{" not in found.fix + found.message
+
+
+@pytest.mark.parametrize(
+    ("earlier", "platform", "not_there"),
+    [
+        ("I dso_loader.cc:53] Successfully opened dynamic library cudart64_110.dll", "Windows", "On Linux"),
+        ("W dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'", "Linux", "wsl --update"),
+        ("I gpu_device.cc] found /usr/lib/wsl/lib/libcuda.so.1", "WSL2", "Reinstall the NVIDIA driver"),
+    ],
+)
+def test_cuinit_303_in_a_log_is_explained_for_the_platform_that_wrote_it(
+    earlier: str, platform: str, not_there: str
+) -> None:
+    """A log read here may come from another machine: its own lines name the platform, not the reader's."""
+    [found] = diagnose_text(earlier + "\n" + CUINIT_303)
+    assert f"on {platform}," in found.message and not_there not in found.fix
+
+
+def test_cuinit_303_in_a_log_that_names_no_platform_gives_each_fix() -> None:
+    [found] = diagnose_text(CUINIT_303)
+    assert "the machine that wrote this log" in found.message
+    assert all(f"On {name}:" in found.fix for name in ("Linux", "WSL2", "Windows"))
 
 
 def test_libcuda_missing_is_the_cause_with_the_container_fix() -> None:

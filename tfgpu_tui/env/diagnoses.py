@@ -216,15 +216,39 @@ PLATFORM_FIXES = {
 }
 
 
+# What in a log line tells the platform that wrote it (checked in this order).
+PLATFORM_HINTS = (
+    ("WSL2", re.compile(r"/usr/lib/wsl/|\bWSL2?\b")),
+    ("Windows", re.compile(r"\.dll\b|\b[A-Za-z]:\\|\\tensorflow\\", re.IGNORECASE)),
+    ("Linux", re.compile(r"\blib\w+\.so(?:\.\d+)*\b|/usr/lib/x86_64-linux-gnu/")),
+)
+UNKNOWN_PLATFORM = "the machine that wrote this log (its platform is not named in it)"
+
+
+def platform_hint(line: str) -> str | None:
+    """Linux, WSL2 or Windows where a log line shows it (a .dll, a drive letter, /usr/lib/wsl, a .so)."""
+    for name, pattern in PLATFORM_HINTS:
+        if pattern.search(line):
+            return name
+    return None
+
+
 @lru_cache(maxsize=1)
-def platform_details() -> dict[str, str]:
-    """The platform this process runs on (Linux, WSL2 or Windows), with its cuInit-303 fix: the log is read
-    on the machine that trained, as the environment check runs on it."""
+def this_platform() -> str:
+    """The platform this process runs on: Linux, WSL2 or Windows (other systems read as Linux)."""
     name = platform.system()
     if name == "Linux" and "microsoft" in platform.release().lower():
         name = "WSL2"
-    name = name if name in PLATFORM_FIXES else "Linux"
-    return {"platform": name, "platform_fix": PLATFORM_FIXES[name]}
+    return name if name in PLATFORM_FIXES else "Linux"
+
+
+def platform_details(name: str | None) -> dict[str, str]:
+    """The `{platform}` and `{platform_fix}` of a message about an error on platform `name`; None (the log
+    does not say) gives each platform's fix."""
+    if name in PLATFORM_FIXES:
+        return {"platform": name, "platform_fix": PLATFORM_FIXES[name]}
+    every = " ".join(f"On {key}: {fix}" for key, fix in PLATFORM_FIXES.items())
+    return {"platform": UNKNOWN_PLATFORM, "platform_fix": every}
 
 
 def diagnose_line(
@@ -232,6 +256,7 @@ def diagnose_line(
     line_number: int | None = None,
     signatures: Iterable[Signature] | None = None,
     include_benign: bool = False,
+    platform_name: str | None = None,
 ) -> Diagnosis | None:
     """The first signature matching `line`, or None.
 
@@ -240,6 +265,8 @@ def diagnose_line(
         line_number: recorded in the diagnosis.
         signatures: the knowledge base to use (default: the shipped one).
         include_benign: also report healthy/noise messages (``is_problem`` False).
+        platform_name: where the line was written (Linux, WSL2, Windows), for error codes whose meaning
+            depends on it; None: the line's own hint, else every platform's explanation.
     """
     text = line.rstrip("\r\n")
     for signature in load_signatures() if signatures is None else signatures:
@@ -249,7 +276,7 @@ def diagnose_line(
         if match:
             details = {k: v for k, v in match.groupdict().items() if v is not None}
             if "{platform" in signature.message + signature.fix:
-                details.update(platform_details())
+                details.update(platform_details(platform_name or platform_hint(text)))
             return Diagnosis(signature, text, line_number, details)
     return None
 
@@ -259,17 +286,23 @@ def diagnose_lines(
     signatures: Iterable[Signature] | None = None,
     include_benign: bool = False,
     first_line_number: int = 1,
+    platform_name: str | None = None,
 ) -> list[Diagnosis]:
-    """Every matching line of `lines`, in order, numbered from `first_line_number`."""
+    """Every matching line of `lines`, in order, numbered from `first_line_number`. `platform_name`: where
+    they were written; None: the latest platform hint of the lines so far (see `diagnose_line`)."""
     chosen = tuple(load_signatures() if signatures is None else signatures)
     found = []
+    seen = platform_name
     for number, line in enumerate(lines, start=first_line_number):
-        diagnosis = diagnose_line(line, number, chosen, include_benign)
+        seen = platform_name or platform_hint(line) or seen
+        diagnosis = diagnose_line(line, number, chosen, include_benign, seen)
         if diagnosis is not None:
             found.append(diagnosis)
     return found
 
 
-def diagnose_text(text: str, include_benign: bool = False) -> list[Diagnosis]:
+def diagnose_text(
+    text: str, include_benign: bool = False, platform_name: str | None = None
+) -> list[Diagnosis]:
     """Every matching line of a block of text (e.g. a child process's captured stderr)."""
-    return diagnose_lines(text.splitlines(), include_benign=include_benign)
+    return diagnose_lines(text.splitlines(), include_benign=include_benign, platform_name=platform_name)

@@ -14,7 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines
+from tfgpu_tui.env.diagnoses import Diagnosis, diagnose_lines, this_platform
 
 if TYPE_CHECKING:
     from tfgpu_tui.env.tf_inspection import InspectionRun
@@ -273,5 +273,5 @@ class InspectionResult:
     def from_run(cls, run: InspectionRun) -> InspectionResult:
         """Parse a run's JSON and diagnose its log, once."""
         outcome = run.outcome
-        matches = tuple(diagnose_lines(run.stderr_lines))
+        matches = tuple(diagnose_lines(run.stderr_lines, platform_name=this_platform()))  # ran here
         return cls(outcome.error_kind, outcome.message, parse_inspection_data(outcome.data), matches)

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.env.diagnoses import diagnose_line
+from tfgpu_tui.env.diagnoses import diagnose_line, platform_hint
 from tfgpu_tui.training import problems as known
 from tfgpu_tui.training.callback_messages import MessageKind, parse_callback_message
 from tfgpu_tui.training.follow import FileEvent, Segment
@@ -105,6 +105,7 @@ class TrainingRun(RunReadout):
         self._reclose_ok = False  # the last line closed an epoch: a repeated final update still belongs to it
         self._last_rate: float | None = None
         self._on_tpu = False  # TensorFlow found a TPU system: a failed cuInit is expected
+        self._platform: str | None = None  # Linux, WSL2 or Windows, once a line of the log shows it
         if context is not None:
             self._start_epoch(context, new_run=True)
 
@@ -402,7 +403,8 @@ class TrainingRun(RunReadout):
         if TPU_FOUND.search(text):  # a TPU host has no CUDA device, and needs none
             self._on_tpu = True
             self.problems.pop(NO_CUDA_DEVICE, None)
-        diagnosis = diagnose_line(text, line_number)
+        self._platform = platform_hint(text) or self._platform
+        diagnosis = diagnose_line(text, line_number, platform_name=self._platform)
         if diagnosis is not None and not (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
             self._raise(known.from_diagnosis(diagnosis))
 
