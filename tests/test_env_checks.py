@@ -34,7 +34,10 @@ def test_all_good_is_all_ok() -> None:
     assert "GPU:0" in found["placement"].detail and "0.41 ms" in found["placement"].detail
     assert "native kernels" in found["compute_capability"].detail
     assert "mixed_bfloat16 both fast" in found["mixed_precision"].detail
-    assert "pip:" in found["cuda_libraries"].detail
+    assert (
+        "Found in pip /home/ana/venvs/tf/lib/python3.11/site-packages/nvidia: "
+        in found["cuda_libraries"].detail
+    )
 
 
 def test_driver_too_old_for_tf_cuda() -> None:

@@ -76,9 +76,7 @@ def check_cuda_libraries(facts: EnvFacts, inspection: InspectionResult | None) -
                 f"Needed ({library_set.source}): "
                 + ", ".join(dict.fromkeys(item.needed.soname for item in resolved))
                 + ".",
-                "Found: " + "; ".join(_found_text(item) for item in resolved if item.winner) + "."
-                if any(item.winner for item in resolved)
-                else "Found: none.",
+                _found_text(resolved),
                 _loaded_text(inspection),
             ],
         )
@@ -171,10 +169,23 @@ def _directory(library: LibraryFile | None) -> str:
     return library.path.rsplit("/", 1)[0] if library is not None else ""
 
 
-def _found_text(item: Resolved) -> str:
-    winner = item.winner
-    assert winner is not None
-    return f"{_version_text(winner)} ({winner.origin}: {winner.path})"
+def _found_text(resolved: list[Resolved]) -> str:
+    """The copies found first, grouped by place: "Found in pip .../nvidia: libcudart 12.5.82, ..."."""
+    groups: dict[str, list[str]] = {}
+    for item in resolved:
+        if item.winner is not None:
+            groups.setdefault(_place_root(item.winner), []).append(_version_text(item.winner))
+    if not groups:
+        return "Found: none."
+    return "Found " + "; ".join(f"in {place}: {', '.join(names)}" for place, names in groups.items()) + "."
+
+
+def _place_root(library: LibraryFile) -> str:
+    """Where a library is, with the pip packages' per-library folders folded into their ``nvidia`` folder."""
+    directory = _directory(library)
+    if library.origin == "pip" and "/nvidia/" in directory:
+        directory = directory.split("/nvidia/", 1)[0] + "/nvidia"
+    return f"{library.origin} {directory}"
 
 
 def _loaded_text(inspection: InspectionResult | None) -> str:
