@@ -112,3 +112,19 @@ async def test_a_kernel_no_server_lists_gets_the_signals_only() -> None:
         assert "no Jupyter server that lists this kernel" in str(
             app.screen.query_one("#confirm-kill-body").render()
         )
+
+
+async def test_a_web_session_gets_no_kernel_actions_even_with_allow_kill() -> None:
+    from tfgpu_tui.cli import build_parser, settings_from_args
+    from tfgpu_tui.commands.serve import session_arguments
+
+    serve = build_parser().parse_args(["serve", "--allow-kill"])
+    argv = session_arguments(serve)  # what each browser session's dashboard runs with
+    session = settings_from_args(build_parser(argv).parse_args(argv))
+    assert session.least_privilege and session.allow_kill and not session.readonly  # signals allowed
+    app = DialogApp(KERNEL, session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmKill))
+        assert [p[:3] for p in prompts(app)] == ["[t]", "[9]", "[i]", "[es"]
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmKill)

@@ -337,7 +337,7 @@ def _next_process(row: ProcessRow, server: KernelServer, timeout: float) -> tupl
         new = [p.pid for p in kernel_processes(kernel_id, server.pid) if p.pid != row.pid]
         if new:
             return "new", new[0], state
-        if time.monotonic() >= deadline:
+        if state == "dead" or time.monotonic() >= deadline:  # dead: the server gave up restarting it
             return "listed", None, state
         time.sleep(POLL_SECONDS)
 
@@ -359,6 +359,8 @@ def watch_server_restart(
         )
     if seen == "dropped":
         return "dropped", None, f"the Jupyter server no longer lists kernel {kernel_id}"
+    if seen == "listed" and detail == "dead":
+        return "dead", None, f"the Jupyter server lists kernel {kernel_id} as dead: it did not restart it"
     if seen == "listed":
         return (
             "still_listed",

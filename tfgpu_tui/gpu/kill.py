@@ -49,7 +49,8 @@ class KillOutcome:
     freed_mib: float | None = None
     signals_sent: tuple[str, ...] = ()
     # a Jupyter kernel's fate as its server tells it (gpu/kernel_actions.py): "shut_down", "restarted",
-    # "restarted_by_server", "dropped" (no longer listed), "still_listed"; None when no server was asked
+    # "restarted_by_server", "dropped" (no longer listed), "dead", "still_listed", "unknown"; None when no
+    # server was asked
     kernel_after: str | None = None
     new_pid: int | None = None  # the kernel's process after a restart (same kernel id)
 
