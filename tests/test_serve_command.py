@@ -23,7 +23,8 @@ from tfgpu_tui.commands.serve import (
     session_command,
 )
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.web_server import DashboardServer, Token, is_loopback
+from tfgpu_tui.web_guard import Token, is_loopback
+from tfgpu_tui.web_server import DashboardServer
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])

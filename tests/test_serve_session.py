@@ -10,13 +10,16 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import psutil
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given
 from hypothesis import strategies as st
+from served import logged_in_client, open_session, serve
 
-from tfgpu_tui.web_server import DashboardServer, Token
-from tfgpu_tui.web_session import TOKEN_ENV_VAR, WEB_DRIVER, Download, decode_chunk, session_environment
+from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token
+from tfgpu_tui.web_server import DashboardServer
+from tfgpu_tui.web_session import WEB_DRIVER, Download, decode_chunk, session_environment
 
 TOKEN = Token("a-test-token-of-enough-length", "test")
 # A small app that, once on screen, asks to open two URLs and offers a file saying whether it can see the
@@ -133,3 +136,27 @@ async def test_a_session_that_cannot_start_is_one_log_line(
         assert (await websocket.receive(timeout=30)).type == aiohttp.WSMsgType.CLOSE
     failed = [record for record in caplog.records if "session failed" in record.getMessage()]
     assert len(failed) == 1 and "FileNotFoundError" in failed[0].getMessage() and failed[0].exc_info is None
+
+
+async def test_a_closed_tab_leaves_what_q_leaves(tmp_path: Path) -> None:
+    """Closing the browser tab ends its `--demo` dashboard cleanly: its process and its demo log folder go."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    with serve(tmp_path, "--demo", env={"TMPDIR": str(tmp)}) as served:
+        client = await logged_in_client(served)
+        try:
+            terminal = await open_session(client, served)
+            for _ in range(20):  # the Training tab writes the demo log; a key sent while starting can be lost
+                if [path for path in tmp.iterdir() if path.name.startswith("tfgpu-tui-demo-")]:
+                    break
+                await terminal.send_keys("3")
+                await terminal.pump(0.5)
+            else:
+                raise AssertionError(f"no demo log folder in {tmp}:\n{terminal.text()}")
+            (dashboard,) = psutil.Process(served.process.pid).children()
+            await terminal.websocket.close()
+        finally:
+            await client.close()
+        _, running = psutil.wait_procs([dashboard], timeout=30)
+        assert not running, "the closed tab's dashboard lives on"
+        assert not list(tmp.iterdir()), list(tmp.iterdir())

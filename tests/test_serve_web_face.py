@@ -15,7 +15,8 @@ from served import serve
 from waiting import wait_for
 
 from tfgpu_tui.cli import main
-from tfgpu_tui.web_server import DashboardServer, Token
+from tfgpu_tui.web_guard import Token
+from tfgpu_tui.web_server import DashboardServer
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tfgpu_tui"
 TOKEN = Token("a-test-token-of-enough-length", "test")

@@ -35,9 +35,9 @@ import psutil
 from aiohttp import web
 
 from tfgpu_tui.text_clean import clean_line
+from tfgpu_tui.web_guard import TOKEN_ENV_VAR
 
 log = logging.getLogger("tfgpu-tui.serve")
-TOKEN_ENV_VAR = "TFGPU_TUI_TOKEN"
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 READY_LINE = b"__GANGLION__\n"
 READY_LINES_MAX = 10  # lines the process may print before it says it is ready

@@ -30,7 +30,7 @@ from tfgpu_tui.cli import (
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import Range, Settings
-from tfgpu_tui.web_server import TOKEN_ENV_VAR, DashboardServer, Token, is_loopback
+from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token, is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -203,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
     if args.public:
         root = Path(arguments[arguments.index("--log-root") + 1])
         print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
+    from tfgpu_tui.web_server import DashboardServer  # aiohttp: imported only to serve
+
     server = DashboardServer(
         session_command(arguments),
         host=args.host,
