@@ -17,8 +17,8 @@ import bcrypt
 import pytest
 from fleet_helpers import prometheus_version, query, start_prometheus, stop, wait_scrapes
 
+from tfgpu_tui.export.web_config import WebConfigError, load_web_config
 from tfgpu_tui.fleet.readers import DirectReader
-from tfgpu_tui.fleet.web_config import WebConfigError, load_web_config
 
 PASSWORD = "correct horse"
 

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.export.collector import Exporter
     from tfgpu_tui.export.server import MetricsServer
-    from tfgpu_tui.fleet.web_config import WebConfig, WebConfigError, load_web_config
+    from tfgpu_tui.export.web_config import WebConfig, WebConfigError, load_web_config
 
     problem = check_arguments(args)
     if problem:

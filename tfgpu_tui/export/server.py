@@ -14,7 +14,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import CollectorRegistry
 
 from tfgpu_tui.export.collector import Exporter, exposition, registry_for
-from tfgpu_tui.fleet.web_config import WebConfig
+from tfgpu_tui.export.web_config import WebConfig
 
 CONNECTION_TIMEOUT_SECONDS = 10.0
 MAX_CONNECTIONS = 32  # open connections served at once; a flood of idle ones cannot exhaust threads
