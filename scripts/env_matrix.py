@@ -73,8 +73,7 @@ class Case:
 
 def tf_versions() -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """(TF version, lowest Python, highest Python) of each release in the shipped table, 2.13 onwards."""
-    sys.path.insert(0, str(ROOT))
-    from tfgpu_tui.env import compat
+    from tfgpu_tui.env import compat  # the script runs with the package installed (it runs `-m tfgpu_tui`)
     from tfgpu_tui.env.fixes import release_to_install
 
     rows = []
