@@ -101,3 +101,19 @@ def test_the_server_imports_nothing_of_the_command_line() -> None:
     assert not [
         name for name in _imported_modules(PACKAGE / "web_server.py") if name.startswith("tfgpu_tui.commands")
     ]
+
+
+async def test_static_files_are_not_listed_and_nothing_outside_them_is_served() -> None:
+    server = DashboardServer(["true"], host="127.0.0.1", port=8000, token=TOKEN)
+    auth = {"Authorization": f"token {TOKEN.value}", "Host": "127.0.0.1:8000"}
+    async with TestClient(TestServer(server.web_app())) as client:
+        assert (await client.get("/static/js/textual.js", headers=auth)).status == 200
+        listing = await client.get("/static/", headers=auth)
+        assert listing.status in (403, 404) and "textual.js" not in await listing.text()
+        for path in (
+            "/static/../web_server.py",
+            "/static/%2e%2e/%2e%2e/pyproject.toml",
+            "/static/..%2f..%2fx",
+        ):
+            response = await client.get(path, headers=auth)
+            assert response.status in (403, 404), path
