@@ -287,7 +287,7 @@ def dashboard_refusal(args: argparse.Namespace) -> str | None:
     """Why the dashboard cannot start, said before the screen opens; None when it can."""
     refusal = dashboard_option_refusal(args)
     if refusal is None and "TEXTUAL_DRIVER" not in os.environ and not sys.stdin.isatty():
-        # textual-serve's sessions (and tests) name their driver; anything else needs a terminal.
+        # serve's web sessions (and tests) name their driver; anything else needs a terminal.
         return "the dashboard needs a terminal (stdin is not a tty); scripts can use: tfgpu-tui gpus --json"
     return refusal
 
