@@ -63,7 +63,15 @@ def test_decode_chunk_reads_the_drivers_deliver_chunk() -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    [b"", b"t", b"te", b"ts13:deliver_chunke", b"ts5:otheres1:k1:xe", b"ts13:deliver_chunks3:key9:hie"],
+    [
+        b"",
+        b"t",
+        b"te",
+        b"ts13:deliver_chunke",
+        b"ts5:otheres1:k1:xe",
+        b"ts13:deliver_chunks3:key9:hie",
+        b"ts13:deliver_chunks3:key" + b"9" * 5000 + b":hie",  # too many digits for int()
+    ],
 )
 def test_decode_chunk_refuses_other_packets(payload: bytes) -> None:
     assert decode_chunk(payload) is None

@@ -82,7 +82,7 @@ def decode_chunk(payload: bytes) -> tuple[str, bytes | str] | None:
         position += is_text
         colon = payload.find(b":", position, end)
         size = payload[position:colon]
-        if colon < 0 or not size.isdigit() or colon + 1 + int(size) > end:
+        if colon < 0 or not size.isdigit() or len(size) > 10 or colon + 1 + int(size) > end:
             return None
         value = payload[colon + 1 : colon + 1 + int(size)]
         items.append(value.decode("utf-8", "replace") if is_text else value)
