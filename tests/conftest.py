@@ -44,6 +44,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
     monkeypatch.delenv("TFGPU_TUI_CONFIG", raising=False)
+    # notify's status file (read by the header) and state file: never a notify the user runs on this machine
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("runtime")))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+    monkeypatch.delenv("TFGPU_TUI_NOTIFY", raising=False)
 
 
 FAKENVML_DIR = Path(

@@ -118,3 +118,18 @@ async def test_command_palette_switches_tab() -> None:
         await wait_until(pilot, lambda: highlighted().startswith("Show Training"))
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "training")
+
+
+async def test_header_says_where_a_running_notify_sends(tmp_path, monkeypatch) -> None:
+    from tfgpu_tui.notify.status import status_path, write_status
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    write_status(status_path(), ["ntfys", "slack"])  # this process plays the running notify
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test(size=(120, 24)) as pilot:
+        header = app.query_one(StatusHeader)
+        for _ in range(100):  # bounded: the first snapshot reaches the header within a few frames
+            if header.notify_line:
+                break
+            await pilot.pause(0.05)
+        assert "notify → ntfys, slack" in str(header.render())

@@ -1,4 +1,5 @@
-"""The status line at the top: host, GPU count, SIMULATED badge and the most urgent alert.
+"""The status line at the top: host, GPU count, SIMULATED badge, `notify → ntfy` while this user's notify
+runs, and the most urgent alert.
 
 The header subscribes to the feed itself for the GPU count; the alerts of every source come from the app.
 """
@@ -14,9 +15,11 @@ from textual.widgets import Static
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
 from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.notify.status import read_status
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.widgets.alerts_panel import short_title
 
+NOTIFY_CHECK_SECONDS = 10.0
 _SEVERITY_CLASS = {
     Severity.INFO: "status-header--info",
     Severity.WARNING: "status-header--warning",
@@ -34,12 +37,14 @@ class StatusHeader(Static):
     no_gpu_reason: reactive[str] = reactive("")
     alert: reactive[Alert | None] = reactive(None)
     alert_count: reactive[int] = reactive(0)
+    notify_line: reactive[str] = reactive("")  # "notify → ntfy, slack" while this user's notify runs
 
     def __init__(self, feed: SnapshotFeed | None = None) -> None:
         super().__init__(id="status-header")
         self.host = socket.gethostname()
         self._feed = feed
         self._subscription: Subscription | None = None
+        self._notify_checked = -NOTIFY_CHECK_SECONDS
 
     def on_mount(self) -> None:
         if self._feed is not None:
@@ -59,6 +64,10 @@ class StatusHeader(Static):
         self.gpu_count = len(snapshot.devices) if snapshot.error is None else None
         self.no_gpu_reason = snapshot.error.message if snapshot.error is not None else ""
         self.simulated = snapshot.simulated
+        if snapshot.timestamp - self._notify_checked >= NOTIFY_CHECK_SECONDS:  # a small file, now and then
+            self._notify_checked = snapshot.timestamp
+            status = read_status()
+            self.notify_line = status.indicator() if status is not None else ""
 
     def render(self) -> Text:
         width = self.content_region.width or 80
@@ -70,6 +79,8 @@ class StatusHeader(Static):
         if self.simulated:
             status.append("  ")
             status.append(" SIMULATED ", style=self.get_component_rich_style("status-header--simulated"))
+        if self.notify_line and width >= 100:
+            status.append(f"  {self.notify_line}", style="dim")
         status.append("  ")
         alert = Text(no_wrap=True, overflow="ellipsis")
         if self.alert is None:
