@@ -155,6 +155,14 @@ class Browser:
                 "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
             )
 
+    def drag(self, start: tuple[float, float], end: tuple[float, float], shift: bool = False) -> None:
+        """Press the left button at `start`, move to `end` and release there (shift held if asked)."""
+        modifiers = 8 if shift else 0
+        steps = [("mousePressed", start), ("mouseMoved", end), ("mouseReleased", end)]
+        for kind, (x, y) in steps:
+            event = {"type": kind, "x": x, "y": y, "button": "left", "modifiers": modifiers, "clickCount": 1}
+            self.call("Input.dispatchMouseEvent", event)
+
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         path.write_bytes(base64.b64decode(data))

@@ -156,20 +156,35 @@ class LabTerminal:
         self.focus()
         self.browser.type_text(text)
 
-    def click_text(self, needle: str) -> None:
-        """A left click on the first cell of `needle` where it first appears on screen."""
-        found = [
-            (row, line.find(needle)) for row, line in enumerate(self.text().split("\n")) if needle in line
-        ]
-        if not found:
-            raise AssertionError(f"{needle!r} is not on the terminal:\n{self.text()}")
-        row, column = found[0]
+    def find(self, needle: str) -> tuple[int, int]:
+        """(row, column) where `needle` first appears on screen."""
+        for row, line in enumerate(self.text().split("\n")):
+            if needle in line:
+                return row, line.index(needle)
+        raise AssertionError(f"{needle!r} is not on the terminal:\n{self.text()}")
+
+    def cell_centre(self, row: int, column: float) -> tuple[float, float]:
+        """The page coordinates of the middle of a cell."""
         x, y, cell_w, cell_h = self.browser.evaluate(
             f"""(() => {{ const t = {TERMINAL_JS}._term,
               s = t.element.querySelector('.xterm-screen').getBoundingClientRect();
               return [s.x, s.y, s.width / t.cols, s.height / t.rows]; }})()"""
         )
-        self.browser.click(x + (column + 0.5) * cell_w, y + (row + 0.5) * cell_h)
+        return x + (column + 0.5) * cell_w, y + (row + 0.5) * cell_h
+
+    def click_text(self, needle: str) -> None:
+        """A left click on the first cell of `needle` where it first appears on screen."""
+        self.browser.click(*self.cell_centre(*self.find(needle)))
+
+    def press_enter(self) -> None:
+        self.focus()
+        self.browser.press("Enter", "Enter", 13, "\r")
+
+    def shift_drag_select(self, row: int, first: int, last: int) -> str:
+        """Select cells `first`..`last` of a row with shift+drag, as a user copies from a program that uses
+        the mouse; returns xterm.js's selection."""
+        self.browser.drag(self.cell_centre(row, first - 0.4), self.cell_centre(row, last + 0.4), shift=True)
+        return str(self.browser.evaluate(f"{TERMINAL_JS}._term.getSelection()"))
 
     def clipboard_writes(self) -> list[str]:
         return list(self.browser.evaluate("window.__clipboardWrites || []"))

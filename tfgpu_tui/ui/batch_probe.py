@@ -26,6 +26,7 @@ from tfgpu_tui.probe.simulated import SimulatedGpus, SimulatedTrialRunner, simul
 from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.probe_form import ProbeForm
@@ -247,8 +248,7 @@ class BatchProbeTab(DashboardTab):
     def action_copy_snippet(self) -> None:
         """Copy `batch_size = N` to the clipboard."""
         if self.result is not None and self.result.snippet:
-            self.app.copy_to_clipboard(self.result.snippet)
-            self.notify(f"Sent to the terminal's clipboard (OSC 52): {self.result.snippet}")
+            copy_text(self.app, self.result.snippet, "Snippet")
 
     @on(Button.Pressed, "#probe-start")
     def _start_pressed(self) -> None:

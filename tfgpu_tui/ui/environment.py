@@ -29,6 +29,7 @@ from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
+from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
@@ -349,8 +350,7 @@ class EnvironmentTab(DashboardTab):
         if finding is None or not finding.fix:
             self.notify("The selected finding has no fix to copy.", severity="warning")
             return
-        self.app.copy_to_clipboard(finding.fix)
-        self.notify(_shorten(finding.fix, 200), title="Fix sent to the terminal's clipboard (OSC 52)")
+        copy_text(self.app, finding.fix, "Fix")
 
     def action_save_report(self) -> None:
         """Write the whole report as Markdown to the working directory (the temp dir if that fails)."""
