@@ -10,28 +10,24 @@ tests/container_world.py inside it:
   unrelated local `sleep 86400` has);
 - GPU 3: two local holders, `prep.py` then `eval.py`.
 Inside, the world runs `tfgpu-tui gpus --json`, then the dashboard in tmux at 80x24: it waits for the stale
-alert naming the notebook, `a`, selects that alert, `k`, Kill, and records what happened (results.json).
+alert naming the notebook, `a`, selects that alert, `k`, `s` (Shut down kernel, through the server inside),
+and records what happened (results.json).
 The tests here read those facts: the world as built, the `gpus --json` rows and alerts, the screen flow.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from container_run import run_container, why_not
 
 ERAS = ["535.104", "550", "565", "580"]
 HERE = Path(__file__).resolve().parent
-FAKENVML_DIR = Path(os.environ.get("TFGPU_FAKENVML_DIR", HERE.parents[1] / "shared" / "fakenvml"))
-CONTAINER = FAKENVML_DIR / "container.py"
 WORLD = HERE / "container_world.py"
 WORLD_TIMEOUT_SECONDS = 240  # the world's own waits are bounded well inside this
 NOTEBOOK = "analysis.ipynb"
@@ -47,58 +43,19 @@ WORLD_ARGS = [
     "--hold", "gpus=3 mib=4096 sm=10 cmd=prep.py",
     "--hold", "gpus=3 mib=8192 sm=20 cmd=eval.py",
 ]  # fmt: skip
-
-
-def _why_not() -> str | None:
-    if not CONTAINER.exists():
-        return f"fakenvml's container.py not found at {CONTAINER} (set TFGPU_FAKENVML_DIR)"
-    if sys.platform != "linux" or os.geteuid() != 0:
-        return "container.py needs root on Linux (it makes PID and mount namespaces)"
-    if shutil.which("unshare") is None:
-        return "container.py needs `unshare` (util-linux)"
-    if shutil.which("tmux") is None:
-        return "tmux is not installed (apt install tmux)"
-    for module in ("jupyter_server", "ipykernel", "pynvml"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (pip install -e '.[test]')"
-    probe = subprocess.run(
-        ["unshare", "--mount", "--pid", "--fork", "true"], capture_output=True, text=True, timeout=30
-    )
-    if probe.returncode != 0:
-        return f"unshare cannot make PID and mount namespaces here: {probe.stderr.strip()}"
-    return None
-
-
-WHY_NOT = _why_not()
+WHY_NOT = why_not(tools=("tmux",))
 pytestmark = [pytest.mark.tf, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 
 
 def _run_world(era: str, lib: Path, out: Path) -> dict:
     """One container for `era`; the world's results.json, plus how the run ended."""
     argv = [
-        sys.executable, str(CONTAINER), "--lib", str(lib), "--driver", era, "--python", sys.executable,
+        "--lib", str(lib), "--driver", era, "--python", sys.executable,
         *WORLD_ARGS, "--", sys.executable, str(WORLD), "--driver", era, str(out),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("FAKE_NVML_SCENARIO", "TFGPU_TUI_CONFIG")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    log = out / "container.log"
-    with open(log, "w") as handle:
-        # its own session, so a world that overruns is ended whole: unshare, the namespace's PID 1 (and so
-        # everything inside), and the other container's process container.py starts outside
-        proc = subprocess.Popen(argv, env=env, cwd=out, stdout=handle, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        try:
-            rc = proc.wait(timeout=WORLD_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
-    try:
-        results = json.loads((out / "results.json").read_text())
-    except (OSError, ValueError):
-        results = {"errors": ["no results.json"]}
-    results["rc"] = rc
-    results["log_tail"] = log.read_text()[-4000:]
+    results = run_container(argv, out, WORLD_TIMEOUT_SECONDS, env)
     run_dir = Path(results.get("run_dir", ""))
     ours = run_dir.name.startswith("gpu-container-") and run_dir.parent == Path(tempfile.gettempdir())
     if ours and not any(os.path.ismount(p) for p in run_dir.glob("*")):  # the namespace's mounts are gone
@@ -308,6 +265,9 @@ def test_in_tmux_k_on_the_stale_alert_ends_the_kernel_frees_gpu1_and_spares_trai
     assert after <= world["gpu1_used_before"] - KERNEL_MIB, (after, why(world))
     outcome = screens.get("after_kill", "")
     assert "freed" in outcome and "not freed" not in outcome, outcome
+    # `s` in the dialog: shut down through the Jupyter server inside the container, which no longer lists it
+    assert "shut down" in outcome and world["kernel_pids_after"] == [], outcome
+    assert "404" in str(world["kernel_api_after"]), world["kernel_api_after"]
     assert world.get("train_alive_after") is True, why(world)
     # nothing else was signalled: the other holders, the clash's local sleep, the other container's process
     assert world["alive_after"] and all(world["alive_after"].values()), world["alive_after"]

@@ -8,21 +8,19 @@ server's own restart, and `gpus --json` gives each kernel's jupyter fields (no t
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_container_e2e import CONTAINER, WHY_NOT
+from container_run import run_container, why_not
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "container_kernel_actions.py"
 KERNEL_MIB = 18432
 HANG_GUARD_SECONDS = 500  # the script's own waits are bounded well inside this
 
+WHY_NOT = why_not()
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
 
 
@@ -30,27 +28,10 @@ pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
 def world(request: pytest.FixtureRequest, fakenvml_lib_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     era = request.param
     out = tmp_path_factory.mktemp(f"kernels-{era}")
-    argv = [
-        sys.executable, str(CONTAINER), "--lib", str(fakenvml_lib_dir), "--gpus", "1", "--driver", era,
-        "--python", sys.executable, "--", sys.executable, str(SCRIPT), "--driver", era, str(out),
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in ("FAKE_NVML_SCENARIO", "TFGPU_TUI_CONFIG")}
-    with open(out / "container.log", "w") as log:
-        proc = subprocess.Popen(argv, env=env, cwd=out, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        try:
-            rc = proc.wait(timeout=HANG_GUARD_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
-    try:
-        results = json.loads((out / "results.json").read_text())
-    except (OSError, ValueError):
-        results = {"errors": ["no results.json"]}
-    results["rc"] = rc
-    results["log_tail"] = (out / "container.log").read_text()[-4000:]
-    return results
+    argv = ["--lib", str(fakenvml_lib_dir), "--gpus", "1", "--driver", era, "--python", sys.executable, "--"]
+    return run_container(
+        [*argv, sys.executable, str(SCRIPT), "--driver", era, str(out)], out, HANG_GUARD_SECONDS
+    )
 
 
 def why(world: dict) -> str:

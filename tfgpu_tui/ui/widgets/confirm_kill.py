@@ -83,12 +83,8 @@ def kill_summary(
         f"Command: {row.command or NA}\n"
         f"Holds {held} on {gpu}\n"
         + (f"Why this process: {basis}\n" if basis else "")
-        + (
-            f"Jupyter kernel {kernel.kernel_id}: {kernel.notebook_path or 'notebook not known'}\n"
-            if kernel
-            else ""
-        )
-        + (f"Shut down / Restart through Jupyter: not offered ({kernel_note})\n" if kernel_note else "")
+        + (f"Notebook: {kernel.notebook_path or 'not known'}\n" if kernel else "")
+        + (f"Shut down / Restart kernel: not offered ({kernel_note})\n" if kernel_note else "")
         + f"\n{choice_plan(row, first, grace_seconds)}"
     )
 
