@@ -268,7 +268,9 @@ async def test_no_driver_says_why_and_still_shows_the_host() -> None:
         assert "cores" in str(app.query_one("#host-line").render())
         assert not app.query(GpuCard)
         assert all(alert.kind != "no_gpu" for alert in app.query_one(AlertsPanel).alerts)  # said once, above
-        assert "TensorFlow processes on the CPU" in str(app.query_one("#process-caption").render())
+        assert "To try the dashboard on simulated GPUs: tfgpu-tui --demo" in text
+        caption = str(app.query_one("#process-caption").render())
+        assert "TensorFlow processes on the CPU" in caption and "GPU memory" not in caption
 
 
 async def test_real_settings_without_driver_do_not_crash() -> None:
@@ -282,4 +284,5 @@ async def test_real_settings_without_driver_do_not_crash() -> None:
             return
         assert "Nothing to monitor" in str(app.query_one("#no-gpu").render())
         await wait_until(pilot, lambda: app.query_one(StatusHeader).no_gpu_reason != "")
-        assert "no GPU to monitor" in str(app.query_one(StatusHeader).render())
+        header = str(app.query_one(StatusHeader).render())
+        assert "no GPU to monitor" in header and "No GPU" not in header  # said once

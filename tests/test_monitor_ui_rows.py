@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.model import (
     Attribution,
@@ -196,3 +198,15 @@ def test_idle_time_reads_in_minutes_hours_and_days() -> None:
         "1h 22m",
         "3d 04h",
     ]
+
+
+def test_the_host_line_keeps_its_figures_within_the_width() -> None:
+    snapshot = _snapshot([])
+    snapshot = replace(snapshot, host=replace(snapshot.host, load_average=(3.7, 6.22, 4.97)))
+    whole = render_host_line(snapshot, ui_ms=0.42).plain
+    assert "load" in whole and "refresh" in whole
+    for width in (78, 60):
+        text = render_host_line(snapshot, ui_ms=0.42, width=width).plain
+        assert len(text) <= width, text
+        assert "CPU" in text and " %" in text and "Mem" in text and "GiB" in text, text
+    assert "load" not in render_host_line(snapshot, width=78).plain  # the load average goes first

@@ -32,6 +32,9 @@ UNRESOLVED_REFUSALS = {
 }
 
 
+NO_GPU_ALERT = "no_gpu"  # the alert raised alongside Snapshot.error: nothing to monitor
+
+
 def _row_order(row: ProcessRow) -> tuple:
     return (row.gpu_index is None, row.gpu_index or 0, -(row.gpu_memory_mib or 0.0), row.pid)
 
@@ -157,7 +160,7 @@ class Sampler:
     def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
         alerts: list[Alert] = []
         if reading.error is not None:
-            alerts.append(Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix))
+            alerts.append(Alert(NO_GPU_ALERT, Severity.WARNING, reading.error.message, reading.error.fix))
         try:
             alerts += self.rules.evaluate(now, reading.devices, rows)
         except Exception as exc:

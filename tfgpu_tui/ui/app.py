@@ -24,6 +24,7 @@ from tfgpu_tui.alerts import Alert, most_urgent, ordered
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.header import StatusHeader
@@ -227,10 +228,12 @@ class TfgpuApp(App[None]):
         self._take_gpu_alerts(message.update.snapshot)
 
     def _take_gpu_alerts(self, snapshot: Snapshot) -> None:
-        """The snapshot's alerts, with short titles, become the GPU source's alerts when they change."""
+        """The snapshot's alerts, with short titles, become the GPU source's alerts when they change; the
+        header says "no GPU to monitor" itself, so not that alert too."""
         if snapshot.alerts != self._gpu_alerts:
             self._gpu_alerts = list(snapshot.alerts)
-            self._set_alerts("monitor", with_short_titles(list(snapshot.alerts), snapshot.processes))
+            alerts = [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
+            self._set_alerts("monitor", with_short_titles(alerts, snapshot.processes))
 
     @property
     def all_alerts(self) -> list[Alert]:

@@ -84,7 +84,9 @@ class StatusHeader(Static):
         status.append("  ")
         alert = Text(no_wrap=True, overflow="ellipsis")
         if self.alert is None:
-            alert.append("no alerts", style=self.get_component_rich_style("status-header--ok"))
+            # beside "no GPU to monitor", "no alerts" would read as if all were well
+            if not self.no_gpu_reason:
+                alert.append("no alerts", style=self.get_component_rich_style("status-header--ok"))
         else:
             more = f" (+{self.alert_count - 1})" if self.alert_count > 1 else ""
             title = short_title(self.alert)

@@ -30,6 +30,7 @@ from tfgpu_tui.gpu.history import GpuHistory
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.kill_requests import STARTING, KillRequests
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
+from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.messages import OpenLog, ShowTab
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
-NO_GPU_ALERT = "no_gpu"  # the alert kind the sampler raises alongside Snapshot.error
 # The Monitor's styles (and those of its widgets, the header and the kill dialog): the app loads it.
 CSS_PATH = Path(__file__).with_name("monitor.tcss")
 # Severity of the notification for each kill result; any other result is an error.
@@ -63,14 +63,26 @@ _OUTCOME_SEVERITY: dict[KillResult, SeverityLevel] = {
     KillResult.STILL_HELD: "warning",
 }
 _SEVERITY_CLASS: dict[SeverityLevel, str] = {"information": "-ok", "warning": "-warning", "error": "-error"}
-CARD_LINES = 6  # a GPU card with its history plot
+CARD_LINES = 6  # a GPU card with its history plot (monitor.tcss: .gpu-row)
 # The lines around the tab: the status header, the tab titles and their underline, the footer. Before the
 # first layout the tab's height is the terminal's less these, so the first frame already has the right view.
 CHROME_LINES = 4
+FIXED_LINES = 3  # the host line, the table's caption and the selected command
+MAX_ALERT_LINES = 5  # monitor.tcss: AlertsPanel's max-height
 TABLE_MIN_LINES = 6  # the process table's header and five rows
-FULL_TABLE_LINES = 10  # the full cards are chosen only when they leave the table at least this much
-MAX_ALERT_LINES = 5
-DETAIL_MIN_LINES = 4  # the selected alert's text and fix, at the least
+FULL_TABLE_LINES = 10  # the cards are chosen only when they leave the table at least this much
+
+
+def cards_fit(height: int, devices: list[DeviceSample], processes: int, alerts: int) -> bool:
+    """Whether the GPUs get cards with history plots in a tab `height` lines high: at most half of it, and
+    room left for the table's rows (up to FULL_TABLE_LINES). A GPU in MIG mode has a line per MIG device,
+    which only the compact view shows."""
+    if compact_line_count(devices) > len(devices):
+        return False
+    cards = CARD_LINES * len(devices)
+    room = height - FIXED_LINES - cards - min(alerts, MAX_ALERT_LINES)
+    wanted = min(FULL_TABLE_LINES, max(TABLE_MIN_LINES, processes + 1))
+    return cards <= height // 2 and room >= wanted
 
 
 @dataclass
@@ -88,7 +100,7 @@ class KillFinished(Message):
 
 
 def no_gpu_text(snapshot: Snapshot) -> Text:
-    """Why there is nothing to monitor, and the fix."""
+    """Why there is nothing to monitor, the fix, and how to look around anyway (`--demo`)."""
     text = Text()
     if snapshot.error is None:
         return text
@@ -99,6 +111,9 @@ def no_gpu_text(snapshot: Snapshot) -> Text:
     text.append(
         "\nHost CPU and memory, and TensorFlow processes on the CPU, are still shown below.", style="dim"
     )
+    if not snapshot.simulated:
+        text.append("\nTo try the dashboard on simulated GPUs: ", style="dim")
+        text.append("tfgpu-tui --demo", style="bold")
     return text
 
 
@@ -143,7 +158,6 @@ class MonitorTab(DashboardTab):
         self._histories_at = -math.inf  # the timestamp of the snapshot they came with
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
         self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
-        self._fitted: tuple[object, ...] = ()  # what the last layout fit was computed from
 
     def compose(self) -> ComposeResult:
         yield Static("Starting the monitor…", id="host-line")
@@ -229,13 +243,20 @@ class MonitorTab(DashboardTab):
 
     def on_resize(self, _event: events.Resize) -> None:
         self._fit()
+        if self.snapshot is not None:
+            self._show_host_line(self.snapshot)
+
+    def _show_host_line(self, snapshot: Snapshot) -> None:
+        """The host line, fitted to the tab's width (before the first layout: the terminal's)."""
+        width = (self.size.width or self.app.size.width) - 2  # its padding
+        self._update_line("#host-line", render_host_line(snapshot, self.ui_ms, width))
 
     def _apply(self, snapshot: Snapshot, histories: tuple[GpuHistory, ...] | None) -> None:
         """Show a snapshot in the widgets; each widget repaints only what changed, without a re-layout where
         its size is fixed. `histories` None leaves the plots as they are."""
         started = time.perf_counter()
         self._behind = False
-        self._update_line("#host-line", render_host_line(snapshot, self.ui_ms))
+        self._show_host_line(snapshot)
         no_gpu = self.query_one("#no-gpu", Static)
         if no_gpu.has_class("-shown") != (snapshot.error is not None):
             no_gpu.set_class(snapshot.error is not None, "-shown")
@@ -255,56 +276,28 @@ class MonitorTab(DashboardTab):
         self.ui_ms = (time.perf_counter() - started) * 1000
 
     def _fit(self) -> None:
-        """Choose the GPU view (compact below a height, or as toggled) and how many alert lines fit, so that
-        the process table keeps at least five rows."""
+        """Choose the GPU view from the data: the compact lines below a height or as toggled, else the cards
+        with their plots. The rest of the layout is monitor.tcss's (the table takes what is left)."""
         snapshot = self.snapshot
-        gpus = len(snapshot.devices) if snapshot is not None else 0
-        # the compact view has a line per MIG device too; cards have no room for them, so MIG means compact
-        lines = compact_line_count(snapshot.devices) if snapshot is not None else 0
-        mig = lines > gpus
-        processes = len(snapshot.processes) if snapshot is not None else 0
-        panel = self.query_one(AlertsPanel)
-        alerts = len(panel.ordered)
         # before the first layout: the terminal's height less the app's chrome
         height = self.size.height or max(0, self.app.size.height - CHROME_LINES)
-        extra = self.query_one("#no-gpu").outer_size.height + self.query_one("#kill-status").outer_size.height
-        key = (
-            height,
-            lines,
-            min(processes, FULL_TABLE_LINES),
-            alerts,
-            extra,
-            self.compact_choice,
-            panel.has_focus,
-        )
-        if key == self._fitted or height == 0:
+        if height == 0:
             return
-        self._fitted = key
-        cards = min(CARD_LINES * gpus, height // 2)
-        fixed = 3 + extra  # host line, caption, selected command
         compact = self.compact_choice
-        if compact is None:  # cards while they leave the table room for its rows (up to FULL_TABLE_LINES)
-            room = height - fixed - CARD_LINES * gpus - min(alerts, MAX_ALERT_LINES)
-            wanted = min(FULL_TABLE_LINES, max(TABLE_MIN_LINES, processes + 1))
-            compact = mig or CARD_LINES * gpus > height // 2 or room < wanted
-        self.set_class(compact, "-compact")
-        gpu_lines = lines if compact else cards
+        if compact is None:
+            compact = snapshot is None or not cards_fit(
+                height,
+                snapshot.devices,
+                len(snapshot.processes),
+                len(self.query_one(AlertsPanel).ordered),
+            )
+        if compact != self.compact:
+            self.set_class(compact, "-compact")
         if self._plots_shown == compact:
             self._plots_shown = not compact
             self._ask_for_histories()
             if self._plots_shown:
                 self._want_histories()
-        room = height - fixed - gpu_lines - TABLE_MIN_LINES
-        alert_lines = max(1, min(alerts, MAX_ALERT_LINES, room))
-        panel.styles.max_height = alert_lines
-        detail = self.query_one("#alert-detail")
-        reading = panel.has_focus and alerts > 0  # the selected alert's text and fix show under the list
-        detail_room = room - alert_lines
-        # Too short to show it beside the GPUs and five table rows: the GPUs make way while it is read.
-        hide_gpus = reading and detail_room < DETAIL_MIN_LINES
-        self.set_class(hide_gpus, "-reading")
-        detail.styles.max_height = max(DETAIL_MIN_LINES, detail_room + (gpu_lines if hide_gpus else 0))
-        detail.set_class(reading, "-shown")
 
     def _show_gpus(self, devices: list[DeviceSample], histories: tuple[GpuHistory, ...]) -> None:
         """The compact lines, or one row (card + history plot) per GPU; rows are rebuilt only when the set of
@@ -346,8 +339,11 @@ class MonitorTab(DashboardTab):
         table = self.query_one(ProcessTable)
         table.set_sort_mark(self.sort_by, is_descending(self.sort_by, self.sort_reverse))
         table.show_rows(rows)
-        what = "TensorFlow processes on the CPU" if snapshot.error is not None else "Processes"
-        caption = f"{what} ({len(rows)}), sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
+        caption = f"Processes ({len(rows)}), sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
+        if snapshot.error is not None:  # no GPU: an order by GPU memory or SM % would mean nothing
+            caption = f"TensorFlow processes on the CPU ({len(rows)})"
+            if rows and self.sort_by in ("pid", "time"):
+                caption += f", sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
         self._update_line("#process-caption", caption)
         self._show_selected(table.selected)
 
@@ -371,10 +367,16 @@ class MonitorTab(DashboardTab):
         self.query_one("#alert-detail", Static).update(detail)
 
     def on_descendant_focus(self) -> None:
-        self._fit()
+        self._show_reading()
 
     def on_descendant_blur(self) -> None:
-        self._fit()
+        self._show_reading()
+
+    def _show_reading(self) -> None:
+        """While the alerts list has focus, the selected alert's text and fix show under it (monitor.tcss:
+        on a short terminal the GPUs make way for them)."""
+        panel = self.query_one(AlertsPanel)
+        self.set_class(panel.has_focus and bool(panel.ordered), "-reading")
 
     def _update_line(self, selector: str, content: str | Text) -> None:
         """Update a one-line Static only when its content changed, without a re-layout (its size is fixed)."""
@@ -536,7 +538,6 @@ class MonitorTab(DashboardTab):
             status.set_class(level == severity, name)
         status.set_class(bool(text), "-shown")
         status.update(text)
-        self._fit()
 
     @property
     def kill_status(self) -> str:
