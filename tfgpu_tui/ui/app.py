@@ -310,10 +310,12 @@ class TfgpuApp(App[None]):
             self.screen.refresh_bindings()
 
     def action_help(self) -> None:
-        """Show every key binding, grouped by tab."""
+        """Show every key binding, grouped by tab, the current tab's first."""
         from tfgpu_tui.ui.help_screen import HelpScreen
 
-        self.push_screen(HelpScreen(self.help_sections()))
+        active = self.query_one(TabbedContent).active
+        current = next((spec.title for spec in self._specs if spec.tab_id == active), None)
+        self.push_screen(HelpScreen(self.help_sections(), current))
 
     def help_sections(self) -> list[tuple[str, list[BindingType]]]:
         """What the help screen lists: the keys that work everywhere, then each tab's and its widgets'."""

@@ -45,27 +45,47 @@ def key_label(binding: Binding) -> str:
     )
 
 
+JUPYTERLAB_NOTE = (
+    "In JupyterLab's terminal, two Esc presses in a row move the keyboard out of the terminal (no screen "
+    "here needs two): press Enter or click the terminal to bring it back. That Enter does not reach the app."
+)
+
+
+def current_first(
+    sections: list[tuple[str, list[BindingType]]], current: str | None
+) -> list[tuple[str, list[BindingType]]]:
+    """The sections of the `current` tab (its own and its widgets', titled "Tab" or "Tab: ...") first, then
+    the rest in their order."""
+    if not current:
+        return list(sections)
+    mine = [section for section in sections if section[0] == current or section[0].startswith(f"{current}:")]
+    return mine + [section for section in sections if section not in mine]
+
+
 class HelpScreen(ModalScreen[None]):
-    """A modal list of key bindings: the app's, then each tab's; fills an 80x24 terminal, scrolls when
-    longer, its title line always in view."""
+    """A modal list of key bindings: the current tab's, then the app's and the other tabs'; fills an 80x24
+    terminal, scrolls when longer, its title line always in view."""
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close help")]
 
-    def __init__(self, sections: list[tuple[str, list[BindingType]]]) -> None:
+    def __init__(self, sections: list[tuple[str, list[BindingType]]], current: str | None = None) -> None:
         super().__init__()
-        self.sections = sections
+        self.sections = current_first(sections, current)
+        self.current = current
 
     def compose(self) -> ComposeResult:
         rows = [(title, binding_rows(bindings)) for title, bindings in self.sections]
         width = max((len(keys) for _, section in rows for keys, _ in section), default=1) + 2
+        first = f"{self.current} first   " if self.current else ""
         with Vertical(id="help-box"):
-            yield Static("Key bindings   (esc closes, arrows scroll)", id="help-title")
+            yield Static(f"Key bindings   {first}(esc closes, arrows scroll)", id="help-title")
             with VerticalScroll(id="help-scroll"):
                 for title, section in rows:
                     lines: list[str | tuple[str, str]] = [(title, "bold $accent")]
                     for keys, description in section:
                         lines += ["\n  ", (keys.ljust(width), "bold $secondary"), description]
                     yield Static(Content.assemble(*lines), classes="help-section")
+                yield Static(JUPYTERLAB_NOTE, classes="help-section", markup=False)
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
