@@ -97,25 +97,38 @@ class PsutilFacts:
 
     def __init__(self) -> None:
         self._users: dict[int, str | None] = {}
+        self._processes: dict[int, psutil.Process] = {}  # kept between refreshes
 
     def pids(self) -> list[int]:
-        return psutil.pids()
+        pids = psutil.pids()
+        alive = set(pids)
+        for gone in [pid for pid in self._processes if pid not in alive]:
+            del self._processes[gone]
+        return pids
 
     def stat(self, pid: int) -> ProcessStat | None:
-        try:
-            # a new Process each time: its create time is read afresh, so a reused PID is a new identity
-            process = psutil.Process(pid)
-            with process.oneshot():
-                times = process.cpu_times()
-                return ProcessStat(
-                    process.status() == psutil.STATUS_ZOMBIE,
-                    process.create_time(),
-                    times.user + times.system,
-                    process.memory_info().rss / 2**20,
-                    process.ppid(),
-                )
-        except (psutil.Error, OSError):
-            return None
+        # The Process is kept between refreshes (its create time is read once); ppid() asks psutil to check
+        # that the PID still names that process, and raises NoSuchProcess when it is another's now.
+        for cached in (True, False):
+            process = self._processes.get(pid) if cached else None
+            try:
+                if process is None:
+                    process = self._processes[pid] = psutil.Process(pid)
+                with process.oneshot():
+                    parent = process.ppid()
+                    times = process.cpu_times()
+                    return ProcessStat(
+                        process.status() == psutil.STATUS_ZOMBIE,
+                        process.create_time(),
+                        times.user + times.system,
+                        process.memory_info().rss / 2**20,
+                        parent,
+                    )
+            except psutil.NoSuchProcess:
+                self._processes.pop(pid, None)  # gone, or its PID reused: asked afresh once
+            except (psutil.Error, OSError):
+                return None
+        return None
 
     def identity(self, pid: int) -> ProcessIdentity:
         try:
