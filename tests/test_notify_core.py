@@ -298,3 +298,21 @@ def test_without_log_options_the_running_jobs_logs_are_found_and_kept(tmp_path: 
     now[0] += 60
     assert [r.path for r in logs.read()[0]] == [path]
     logs.close()
+
+
+def test_notify_never_imports_tensorflow_and_the_header_never_imports_apprise() -> None:
+    import subprocess
+    import sys
+
+    def loaded(code: str) -> list[str]:
+        probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.splitlines()[-1])
+
+    notify = loaded(
+        "import tfgpu_tui.commands.notify, tfgpu_tui.notify.watcher, tfgpu_tui.notify.delivery\n"
+        "from tfgpu_tui.notify.destinations import check, known_schemes\n"
+        "check('json://127.0.0.1/x', known_schemes())"
+    )
+    assert "apprise" in notify and not [m for m in notify if m.startswith(("tensorflow", "keras"))]
+    assert not [m for m in loaded("import tfgpu_tui.ui.header") if m.startswith("apprise")]
