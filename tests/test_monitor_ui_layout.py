@@ -12,10 +12,11 @@ from waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
-from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.monitor import MonitorTab, gpu_row_lines
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
+from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 GPUS = 8
@@ -127,3 +128,18 @@ async def test_alerts_are_one_line_each_and_the_selected_one_shows_its_text_and_
         await pilot.pause()
         assert isinstance(app.focused, ProcessTable) and not detail.display
         assert len(app.query_one(ProcessTable).visible_rows) >= 5
+
+
+async def test_at_160x48_the_lines_the_table_does_not_need_go_to_the_plots() -> None:
+    app = demo_app(2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(app.query(HistoryPlot)) == 2 and len(shown_pids(app)) == 4)
+        await pilot.pause()
+        plots = list(app.query(HistoryPlot))
+        assert all(plot.region.height > 6 for plot in plots)  # taller than the 6 lines of a card
+        assert all(app.screen.region.contains_region(plot.region) for plot in plots)
+        assert len(app.query_one(ProcessTable).visible_rows) == 4  # every process still shows
+
+
+def test_a_busy_table_keeps_its_lines() -> None:
+    assert gpu_row_lines(44, 2, 4, 3) > gpu_row_lines(44, 2, 30, 3) == 6

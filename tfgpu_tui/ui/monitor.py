@@ -71,6 +71,7 @@ FIXED_LINES = 3  # the host line, the table's caption and the selected command
 MAX_ALERT_LINES = 5  # monitor.tcss: AlertsPanel's max-height
 TABLE_MIN_LINES = 6  # the process table's header and five rows
 FULL_TABLE_LINES = 10  # the cards are chosen only when they leave the table at least this much
+MAX_ROW_LINES = 12  # a GPU's row grows up to this when the table does not need the lines
 
 
 def cards_fit(height: int, devices: list[DeviceSample], processes: int, alerts: int) -> bool:
@@ -83,6 +84,15 @@ def cards_fit(height: int, devices: list[DeviceSample], processes: int, alerts: 
     room = height - FIXED_LINES - cards - min(alerts, MAX_ALERT_LINES)
     wanted = min(FULL_TABLE_LINES, max(TABLE_MIN_LINES, processes + 1))
     return cards <= height // 2 and room >= wanted
+
+
+def gpu_row_lines(height: int, gpus: int, processes: int, alerts: int) -> int:
+    """Lines of each GPU's row (card and plot): CARD_LINES, and an even share of the lines neither the
+    table (a line a process, at least TABLE_MIN_LINES) nor the alerts need, up to MAX_ROW_LINES; a busy
+    table keeps them instead."""
+    table = max(TABLE_MIN_LINES, processes + 1)
+    free = height - FIXED_LINES - min(alerts, MAX_ALERT_LINES) - table - CARD_LINES * gpus
+    return CARD_LINES + max(0, min(MAX_ROW_LINES - CARD_LINES, free // max(1, gpus)))
 
 
 @dataclass
@@ -154,6 +164,7 @@ class MonitorTab(DashboardTab):
         self.kill_running = False
         self.compact_choice: bool | None = None  # None: the compact GPU view is chosen by the height
         self._plots_shown = False  # the full cards and their plots are on screen
+        self._row_lines = CARD_LINES  # each GPU row's height (the plot takes what the card leaves)
         self._histories: tuple[GpuHistory, ...] = ()  # the latest received, for catching up when shown
         self._histories_at = -math.inf  # the timestamp of the snapshot they came with
         self._behind = False  # a snapshot arrived while the tab was hidden and is not shown yet
@@ -293,6 +304,14 @@ class MonitorTab(DashboardTab):
             )
         if compact != self.compact:
             self.set_class(compact, "-compact")
+        if not compact and snapshot is not None:
+            alerts = len(self.query_one(AlertsPanel).ordered)
+            lines = gpu_row_lines(height, len(snapshot.devices), len(snapshot.processes), alerts)
+            if lines != self._row_lines:
+                self._row_lines = lines
+                self.set_class(lines > CARD_LINES, "-tall-rows")
+                for row in self.query(".gpu-row"):
+                    row.styles.height = lines
         if self._plots_shown == compact:
             self._plots_shown = not compact
             self._ask_for_histories()
@@ -318,6 +337,8 @@ class MonitorTab(DashboardTab):
             container.mount_all(
                 Horizontal(cards[device.index], plots[device.index], classes="gpu-row") for device in devices
             )
+            for row in container.query(".gpu-row"):
+                row.styles.height = self._row_lines
             if not histories:
                 self._want_histories()  # new plots: fill them with the next sample
         else:

@@ -12,6 +12,13 @@ from tfgpu_tui.ui.widgets.history_series import MEMORY_COLOR, UTILIZATION_COLOR
 __all__ = ["MEMORY_COLOR", "UTILIZATION_COLOR", "GpuHistory", "HistoryPlot", "Series", "relative_series"]
 
 
+# Marks that differ without colour: the two series stay apart where they overlap (NO_COLOR, 16 colours).
+UTILIZATION_MARKER = "braille"
+MEMORY_MARKER = "dot"
+LEGEND = "⣀ utilisation %   • memory %"
+LEGEND_FROM_LINES = 9  # a taller plot has a line to spare for the legend
+
+
 def _minute_ticks(window_seconds: float) -> tuple[list[float], list[str]]:
     minutes = max(1, int(window_seconds // 60))
     ticks = [-60.0 * m for m in range(minutes, 0, -1)] + [0.0]
@@ -30,6 +37,9 @@ class HistoryPlot(PlotextPlot):
     def on_mount(self) -> None:
         super().on_mount()
         self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()  # the legend comes and goes with the height
 
     def show(self, history: GpuHistory) -> None:
         """Plot these series (replacing the previous ones)."""
@@ -50,11 +60,12 @@ class HistoryPlot(PlotextPlot):
         plt.ylim(0, 100)
         plt.yticks([0, 50, 100])
         plt.xticks(*_minute_ticks(self.window_seconds))
+        plt.title(LEGEND if self.size.height >= LEGEND_FROM_LINES else "")
         if self.history is not None:
-            for (xs, ys), color in (
-                (self.history.utilization, UTILIZATION_COLOR),
-                (self.history.memory_percent, MEMORY_COLOR),
+            for (xs, ys), color, marker in (
+                (self.history.utilization, UTILIZATION_COLOR, UTILIZATION_MARKER),
+                (self.history.memory_percent, MEMORY_COLOR, MEMORY_MARKER),
             ):
                 if xs:
-                    plt.plot(xs, ys, color=color, marker="braille")
+                    plt.plot(xs, ys, color=color, marker=marker)
         self.refresh()
