@@ -20,6 +20,7 @@ from tfgpu_tui.env.targets import (
     picker_candidates,
     python_processes,
     resolve_target,
+    tensorflow_processes,
     typed_interpreter,
     with_versions,
 )
@@ -71,12 +72,18 @@ def test_the_interpreter_of_a_running_tensorflow_process_comes_first(bare_venv: 
     try:
         assert running.stdout is not None and running.stdout.readline().strip() == "ready"
         assert ours.stdout is not None and ours.stdout.readline().strip() == "ready"
-        candidates = find_candidates(sys.executable, {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"})
+        started = (running.pid, ours.pid)  # the real /proc scan, kept to this test's own processes
+
+        def tf_processes() -> list[tuple[int, str]]:
+            return [found for found in tensorflow_processes() if found[0] in started]
+
+        environ = {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"}
+        candidates = find_candidates(sys.executable, environ, tf_processes)
         first = candidates[0]
         assert first.source.startswith(f"running TensorFlow process PID {running.pid}")
         assert Path(first.python).parent == OWN_PREFIX / "bin"  # its environment, from the maps
         assert not any(f"PID {ours.pid}" in c.source for c in candidates)  # a tfgpu-tui child is not a target
-        assert resolve_target(None).python == first.python
+        assert choose(with_versions(candidates)).python == first.python  # what resolve_target does
     finally:
         for process in (running, ours):
             process.kill()
