@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import shlex
 import signal
 import subprocess
@@ -34,15 +33,15 @@ import sys
 import tempfile
 import time
 import traceback
-import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from notebook_server import JupyterServer
+
 NOTEBOOK = "analysis.ipynb"
 KERNEL_MIB = 18432
 KERNEL_GPU = 1
-EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 STALE_MINUTES = 0.005  # 0.3 s: the kernel is made older than that before anything samples
 KILL_GRACE_SECONDS = 3.0
 SCREEN = (80, 24)
@@ -232,15 +231,11 @@ def gpu_memory_used(index: int) -> int:
 # --- Jupyter ---------------------------------------------------------------------------------------------
 
 
-class Jupyter:
-    """A real jupyter_server inside the container, with a notebook and a kernelspec of ours."""
+class Jupyter(JupyterServer):
+    """A real jupyter_server inside the container (notebook_server.py; its runtime file under `env`'s HOME,
+    where Jupyter puts it by default), with a kernelspec of ours whose kernel holds GPU 1's device files."""
 
     def __init__(self, base: Path, env: dict[str, str]) -> None:
-        self.base = base
-        self.runtime = Path(env["HOME"]) / ".local/share/jupyter/runtime"  # the default: found with no hint
-        self.root = base / "root"
-        self.root.mkdir(parents=True)
-        (self.root / NOTEBOOK).write_text(json.dumps(EMPTY_NOTEBOOK))
         spec_dir = base / "path" / "kernels" / "gpu1"
         spec_dir.mkdir(parents=True)
         wrapper = base / "gpu_kernel.py"
@@ -252,57 +247,15 @@ class Jupyter:
             "language": "python",
         }
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
-        self.token = secrets.token_hex(16)
-        self.env = {**env, "JUPYTER_PATH": str(base / "path")}  # where our kernelspec is
-        self.log = open(base / "server.log", "w")  # noqa: SIM115 - closed in stop()
-        self.server = subprocess.Popen(
-            [
-                sys.executable, "-m", "jupyter_server", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                "--ServerApp.open_browser=False", "--allow-root",
-            ],
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        self.url = ""
         self.kernel_id = ""
+        super().__init__(base, {**env, "JUPYTER_PATH": str(base / "path")})  # where our kernelspec is
 
-    def start(self) -> None:
-        info_file = wait_for(lambda: next(self.runtime.glob("jpserver-*.json"), None), 60, "jpserver-*.json")
-        info = json.loads(Path(str(info_file)).read_text())
-        self.url = f"http://127.0.0.1:{info['port']}{info['base_url']}"
-        wait_for(self._answers, 60, "the Jupyter server answers")
+    def open_session(self) -> dict:
+        """The notebook's session (its kernel started); the server's answer."""
+        self.kernel_id = self.open_notebook(NOTEBOOK, "gpu1")
+        return self.sessions[-1]
 
-    def _answers(self) -> bool:
-        if self.server.poll() is not None:
-            raise RuntimeError(f"the Jupyter server exited ({self.server.returncode})")
-        try:
-            self.api("GET", "api/status")
-        except OSError:
-            return False
-        return True
-
-    def api(self, method: str, path: str, body: object | None = None) -> object:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"token {self.token}")
-        request.add_header("Content-Type", "application/json")
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(request, timeout=10) as response:
-            text = response.read()
-        return json.loads(text) if text else None
-
-    def open_notebook(self) -> dict:
-        session = self.api(
-            "POST", "api/sessions", {"path": NOTEBOOK, "type": "notebook", "kernel": {"name": "gpu1"}}
-        )
-        assert isinstance(session, dict)
-        self.kernel_id = session["kernel"]["id"]
-        return session
-
-    def kernel_pids(self) -> list[int]:
+    def launcher_pids(self) -> list[int]:
         """Live local processes that are this kernel (the launcher's argv names its connection file)."""
         return [
             pid
@@ -356,19 +309,12 @@ class Jupyter:
         return kernel
 
     def stop(self) -> None:
-        if self.server.poll() is None:
-            self.server.send_signal(signal.SIGTERM)
-            try:
-                self.server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.server.kill()
-                self.server.wait()
+        super().stop()
         if self.kernel_id:  # a kernel the server left behind
             for pid in local_pids():
                 if any(self.kernel_id in part for part in cmdline(pid)):
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
-        self.log.close()
 
 
 def user_env(home: Path) -> dict[str, str]:
@@ -516,14 +462,13 @@ def main() -> int:
     config = base / "config.toml"
     config.write_text(f"stale_minutes = {STALE_MINUTES}\nkill_grace_seconds = {KILL_GRACE_SECONDS}\n")
     user = user_env(base / "home")
-    jupyter = Jupyter(base / "jupyter", user)
+    jupyter: Jupyter | None = None
     term: Terminal | None = None
     try:
-        jupyter.start()
+        jupyter = Jupyter(base / "jupyter", user)
         world.step(f"Jupyter server answers at {jupyter.url}")
-        session = jupyter.open_notebook()
-        world["session"] = session
-        pids = wait_for(jupyter.kernel_pids, 60, "the kernel's process (ipykernel_launcher with its id)")
+        world["session"] = jupyter.open_session()
+        pids = wait_for(jupyter.launcher_pids, 60, "the kernel's process (ipykernel_launcher with its id)")
         assert isinstance(pids, list)
         if len(pids) != 1:
             raise RuntimeError(f"expected one kernel process, found {pids}")
@@ -598,7 +543,7 @@ def main() -> int:
         }
         world["gpus_used_after"] = [gpu_memory_used(index) for index in range(4)]
         try:
-            world["kernel_pids_after"] = jupyter.kernel_pids()
+            world["kernel_pids_after"] = jupyter.launcher_pids()
             world["kernel_api_after"] = jupyter.kernel()
         except Exception as error:  # noqa: BLE001 - a fact like any other (404 after a shutdown)
             world["kernel_api_after"] = repr(error)
@@ -614,8 +559,9 @@ def main() -> int:
     finally:
         if term is not None:
             term.close()
-        jupyter.stop()
-        world["jupyter_log_tail"] = (base / "jupyter" / "server.log").read_text()[-3000:]
+        if jupyter is not None:
+            jupyter.stop()
+            world["jupyter_log_tail"] = (base / "jupyter" / "server.log").read_text()[-3000:]
         world["cleaned_up"] = True
 
 

@@ -34,13 +34,17 @@ def wait(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
 
 
 class JupyterServer:
-    """Starts on construction (`runtime` given: its runtime files go there, else under `env`'s HOME)."""
+    """Starts on construction (`runtime` given: its runtime files go there, else under `env`'s HOME); `url`
+    ends in its base URL."""
 
-    def __init__(self, base: Path, env: dict[str, str] | None = None, runtime: Path | None = None) -> None:
+    def __init__(
+        self, base: Path, env: dict[str, str] | None = None, runtime: Path | None = None, base_url: str = "/"
+    ) -> None:
         self.base = base
         self.root = base / "root"
         self.root.mkdir(parents=True, exist_ok=True)
         self.token = secrets.token_hex(16)
+        self.sessions: list[dict] = []  # as the server answered each open_notebook
         self.env = {**(env or os.environ), "JUPYTER_PLATFORM_DIRS": "1"}
         if runtime is not None:
             self.env["JUPYTER_RUNTIME_DIR"] = str(runtime)
@@ -51,7 +55,7 @@ class JupyterServer:
             [
                 sys.executable, "-m", "jupyter_server", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                "--ServerApp.open_browser=False", "--allow-root",
+                f"--ServerApp.base_url={base_url}", "--ServerApp.open_browser=False", "--allow-root",
             ],
             env=self.env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
@@ -97,7 +101,9 @@ class JupyterServer:
         session = self.api(
             "POST", "api/sessions", {"path": path, "type": "notebook", "kernel": {"name": kernel}}
         )
-        kernel_id = session["kernel"]["id"]  # type: ignore[index]
+        assert isinstance(session, dict)
+        self.sessions.append(session)
+        kernel_id = session["kernel"]["id"]
         wait(lambda: self.kernel_pids(kernel_id), START_SECONDS, f"kernel {kernel_id}'s process")
         return kernel_id
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from notebook_server import JupyterServer
 from waiting import wait_for, wait_until
 
 from tfgpu_tui.gpu.jupyter import NO_SERVER
@@ -29,17 +29,6 @@ from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 NOTEBOOK = "work/analysis.ipynb"
 HELD_MIB = 18432
 EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-
-
-def _api(server: dict, method: str, path: str, body: object | None = None) -> object:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(server["url"] + path, data=data, method=method)
-    request.add_header("Authorization", f"token {server['token']}")
-    request.add_header("Content-Type", "application/json")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(request, timeout=10) as response:
-        text = response.read()
-    return json.loads(text) if text else None
 
 
 async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
@@ -58,83 +47,28 @@ async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
     raise AssertionError("the kernel never reported idle")
 
 
-def _answers(server: dict) -> bool:
-    try:
-        _api(server, "GET", "api/status")
-    except OSError:
-        time.sleep(0.1)
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory: pytest.TempPathFactory):
-    """A real jupyter_server with one notebook session; yields the runtime info plus kernel id and PID."""
+    """A real jupyter_server (a non-root base_url) with one notebook session whose tab has come and gone;
+    yields the server's URL, token and runtime dir, the kernel's id and PID, and the server itself."""
     base = tmp_path_factory.mktemp("jupyter")
-    runtime, root = base / "runtime", base / "root"
-    (root / "work").mkdir(parents=True)
-    (root / NOTEBOOK).write_text(json.dumps(EMPTY_NOTEBOOK))
-    token = secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_RUNTIME_DIR": str(runtime),
-        "JUPYTER_CONFIG_DIR": str(base / "config"),
-        "JUPYTER_DATA_DIR": str(base / "data"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyter_server", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.base_url=/jp/",
-            "--ServerApp.open_browser=False", "--allow-root",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    env = {**os.environ, "JUPYTER_DATA_DIR": str(base / "data")}
+    server = JupyterServer(base, env, runtime=base / "runtime", base_url="/jp/")
     try:
-        wait_for(lambda: list(runtime.glob("jpserver-*.json")), timeout=60)
-        info = json.loads(next(runtime.glob("jpserver-*.json")).read_text())
-        info["url"] = f"http://127.0.0.1:{info['port']}{info['base_url']}"
-        wait_for(lambda: _answers(info), timeout=60)  # the runtime file can come before the server listens
-        session = _api(
-            info,
-            "POST",
-            "api/sessions",
-            {"path": NOTEBOOK, "type": "notebook", "kernel": {"name": "python3"}},
-        )
-        kernel_id = session["kernel"]["id"]  # type: ignore[index]
-
-        def kernel_pid() -> int | None:
-            for child in psutil.Process(server.pid).children(recursive=True):
-                if any(kernel_id in part for part in child.cmdline()):
-                    return child.pid
-            return None
-
-        wait_for(kernel_pid, timeout=60)
+        kernel_id = server.open_notebook(NOTEBOOK)
+        info = {"url": server.url, "token": server.token}
         asyncio.run(_open_and_close_notebook_tab(info, kernel_id))
-        wait_for(lambda: _api(info, "GET", f"api/kernels/{kernel_id}")["execution_state"] == "idle", 60)  # type: ignore[index]
+        wait_for(lambda: server.api("GET", f"api/kernels/{kernel_id}")["execution_state"] == "idle", 60)  # type: ignore[index]
         time.sleep(0.5)  # idle a moment longer than the tests' stale threshold
-        yield {**info, "runtime": runtime, "kernel_id": kernel_id, "pid": kernel_pid(), "server": server}
+        (pid,) = server.kernel_pids(kernel_id)
+        yield {**info, "runtime": server.runtime, "kernel_id": kernel_id, "pid": pid, "server": server}
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        server.stop()
 
 
-def kernel_pids(server: dict) -> list[int]:
+def kernel_pids(jupyter: dict) -> list[int]:
     """The live processes the server runs for its kernel."""
-    found = []
-    for child in psutil.Process(server["server"].pid).children(recursive=True):
-        try:
-            if child.status() != "zombie" and any(server["kernel_id"] in part for part in child.cmdline()):
-                found.append(child.pid)
-        except psutil.Error:
-            continue
-    return found
+    return jupyter["server"].kernel_pids(jupyter["kernel_id"])
 
 
 def kernel_scenario(pid: int) -> str:
@@ -239,7 +173,7 @@ def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
     def server_lost_it() -> bool:
         """Dead or gone, or (Jupyter's default autorestart) running again as a fresh process."""
         try:
-            state = _api(jupyter, "GET", f"api/kernels/{jupyter['kernel_id']}")["execution_state"]  # type: ignore[index]
+            state = jupyter["server"].api("GET", f"api/kernels/{jupyter['kernel_id']}")["execution_state"]
         except urllib.error.HTTPError as error:
             return error.code == 404
         return state == "dead" or kernel_pids(jupyter) not in ([], [old_pid])

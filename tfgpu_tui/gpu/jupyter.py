@@ -27,6 +27,7 @@ LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "ip6-localhost", "0.0.0.0", "
 REQUEST_TIMEOUT_SECONDS = 0.5
 LOOKUP_BUDGET_SECONDS = 1.0  # all servers together, for one inline lookup
 SESSIONS_TTL_SECONDS = 5.0
+KEEP_ANSWER_SECONDS = 30.0  # a server's last answer, kept while its runtime file stays but it does not answer
 NO_SERVER = "no Jupyter server found (no jpserver-*.json or nbserver-*.json runtime file of this user)"
 TOKEN_UNREADABLE = "token not readable: the server's runtime file belongs to another user"
 
@@ -230,6 +231,7 @@ class JupyterResolver:
         self._running = False
         self._extra_dirs: set[Path] = set()
         self._asked_again: set[str] = set()
+        self._answered_at = 0.0  # when a server last answered
 
     def _refresh(self) -> None:
         with self._lock:
@@ -238,8 +240,19 @@ class JupyterResolver:
             result = lookup(folders, self._budget)
         except Exception:  # noqa: BLE001 - a lookup must never break sampling
             result = Lookup(why="the Jupyter server lookup failed")
+        now = time.monotonic()
         with self._lock:
-            self._result, self._stamp, self._running = result, time.monotonic(), False
+            previous = self._result
+            if result.servers_answered:
+                self._answered_at = now
+            elif (
+                result.why != NO_SERVER
+                and previous is not None
+                and previous.servers_answered
+                and now - self._answered_at < KEEP_ANSWER_SECONDS
+            ):  # a server still there but slow this once (a loaded machine): its last answer stands a while
+                result = previous
+            self._result, self._stamp, self._running = result, now, False
 
     def _current(self, kernel_id: str, runtime_dir: Path | None) -> Lookup | None:
         """The cached lookup, refreshed inline the first time and when stale or missing this kernel."""
