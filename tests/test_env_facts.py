@@ -106,3 +106,15 @@ def test_collect_facts_reads_the_given_environment(tmp_path: Path) -> None:
     assert facts.env_vars == {"CUDA_VISIBLE_DEVICES": "", "LD_LIBRARY_PATH": str(tmp_path)}
     assert facts.ld_library_dirs == [str(tmp_path)]
     assert facts.interpreter.error == ""
+
+
+def test_an_old_python_target_is_too_old_not_broken(tmp_path: Path) -> None:
+    """A Python 2.7 cannot run the facts script; it is named by its version (asked in 2.7 syntax)."""
+    old = tmp_path / "python2.7"
+    old.write_text(
+        '#!/bin/sh\ncase "$2" in *json*) echo "SyntaxError" >&2; exit 1;; esac\necho 2.7.18\necho -\n'
+    )
+    old.chmod(0o755)
+    facts = interpreter_facts(str(old))
+    assert facts.error == f"{old} is Python 2.7.18, too old to be supported (3.8 or newer)."
+    assert facts.version == "2.7.18"

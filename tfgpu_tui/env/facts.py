@@ -19,6 +19,7 @@ from typing import Any
 from tfgpu_tui.children import run_child
 from tfgpu_tui.env.library_versions import read_library_version
 from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
+from tfgpu_tui.env.targets import Candidate, ask_version
 
 # Libraries TensorFlow's GPU support loads (the stem before ".so").
 CUDA_LIBRARIES = (
@@ -278,6 +279,9 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
     try:
         data = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        asked = ask_version(Candidate(python, ""), timeout)  # an old Python is too old, not broken
+        if asked.python_version and asked.error:
+            return InterpreterFacts(python, error=f"{python} {asked.error}.", version=asked.python_version)
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         return InterpreterFacts(python, error=f"{python} is not a working Python 3 interpreter ({last}).")
     return InterpreterFacts(
