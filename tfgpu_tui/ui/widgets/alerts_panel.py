@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.widget import Widget
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
+from tfgpu_tui.ui.widgets.row_list import RowList, cursor_bindings
 
 _BADGE = {Severity.INFO: "INFO", Severity.WARNING: "WARN", Severity.CRITICAL: "CRIT"}
+_SEVERITY_LOOK = {
+    Severity.INFO: "alerts-panel--info",
+    Severity.WARNING: "alerts-panel--warning",
+    Severity.CRITICAL: "alerts-panel--critical",
+}
 # What each kind of alert is called in one line, where the alert itself gives no short title.
 KIND_TITLES = {
     "cpu_fallback": "CPU fallback",
@@ -122,41 +127,41 @@ def render_alerts(alerts: list[Alert]) -> Text:
     return text
 
 
-class AlertsPanel(Widget, can_focus=True):
+class AlertsPanel(RowList[Alert]):
     """One line per alert, most urgent first; up/down select one (the Monitor shows its text and fix).
     Hidden when there are none; at most `max-height` lines, scrolled to keep the selection in view."""
 
-    COMPONENT_CLASSES = {
-        "alerts-panel--info",
-        "alerts-panel--warning",
-        "alerts-panel--critical",
-        "alerts-panel--key",
-        "alerts-panel--cursor",
-    }
+    HEADER_LINES = 0
+    CURSOR = "alerts-panel--cursor"  # marked only while the list has the focus
+    COMPONENT_CLASSES = {*_SEVERITY_LOOK.values(), "alerts-panel--key", CURSOR}
     BINDINGS = [
-        Binding("up", "select(-1)", "Previous alert", show=False),
-        Binding("down", "select(1)", "Next alert", show=False),
+        *cursor_bindings(),
         Binding("escape", "leave", "Back to the processes", show=False),
     ]
 
+    @dataclass
     class Selected(Message):
         """Another alert was selected."""
 
-        def __init__(self, alert: Alert | None) -> None:
-            super().__init__()
-            self.alert = alert
+        alert: Alert | None
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own parameter name
         super().__init__(id=id)
         self.alerts: list[Alert] = []  # as given
-        self.ordered: list[Alert] = []  # as shown, most urgent first, short titles filled in
-        self.cursor = 0
-        self._shown_count = -1
+
+    @property
+    def ordered(self) -> list[Alert]:
+        """The alerts as shown, most urgent first, short titles filled in."""
+        return self.rows
+
+    @property
+    def cursor(self) -> int:
+        return self.cursor_row
 
     @property
     def selected(self) -> Alert | None:
         """The alert under the cursor (as shown, with its short title)."""
-        return self.ordered[self.cursor] if 0 <= self.cursor < len(self.ordered) else None
+        return self.selected_row
 
     def show(self, alerts: list[Alert], processes: list[ProcessRow] | None = None) -> None:
         """Display these alerts (hides the panel when the list is empty); the selection stays on the same
@@ -166,72 +171,33 @@ class AlertsPanel(Widget, can_focus=True):
         previous = self.selected
         self.alerts = list(alerts)
         ordered = sorted(alerts, key=lambda alert: alert.severity, reverse=True)
-        self.ordered = with_short_titles(ordered, processes or [])
-        same = [
-            i
-            for i, alert in enumerate(self.ordered)
-            if previous is not None and (alert.kind, alert.subject) == (previous.kind, previous.subject)
-        ]
-        self.cursor = same[0] if same else min(self.cursor, max(0, len(self.ordered) - 1))
+        self.show_rows(with_short_titles(ordered, processes or []))
         self.border_title = f"Alerts ({len(alerts)})"
-        height_changes = self.has_class("-shown") != bool(alerts) or len(alerts) != self._shown_count
-        self._shown_count = len(alerts)
         self.set_class(bool(alerts), "-shown")
-        self.refresh(layout=height_changes)
         if self.selected != previous:
-            self.post_message(self.Selected(self.selected))
-
-    def action_select(self, step: int) -> None:
-        """Select the previous or next alert."""
-        cursor = max(0, min(len(self.ordered) - 1, self.cursor + step))
-        if cursor != self.cursor:
-            self.cursor = cursor
-            self.refresh()
             self.post_message(self.Selected(self.selected))
 
     def action_leave(self) -> None:
         """Give the focus back to the process table."""
         self.screen.focus_next(ProcessTable)
 
-    def on_focus(self) -> None:
-        self.refresh()
+    # --- the RowList's questions --------------------------------------------------------------------------
 
-    def on_blur(self) -> None:
-        self.refresh()
+    def row_key(self, row: Alert) -> tuple[str, str]:
+        return row.kind, row.subject
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.ordered)
+    def cursor_moved(self) -> None:
+        self.post_message(self.Selected(self.selected))
 
-    def render(self) -> Text:
-        """The lines in view: the selected one and those around it that fit."""
-        width = self.content_region.width
-        height = max(1, self.content_region.height)
-        top = (
-            max(0, min(self.cursor - height + 1, len(self.ordered) - height)) if self.cursor >= height else 0
-        )
-        styles = {
-            Severity.INFO: self.get_component_rich_style("alerts-panel--info"),
-            Severity.WARNING: self.get_component_rich_style("alerts-panel--warning"),
-            Severity.CRITICAL: self.get_component_rich_style("alerts-panel--critical"),
-        }
-        key_style = self.get_component_rich_style("alerts-panel--key")
-        cursor_style = self.get_component_rich_style("alerts-panel--cursor")
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        for position in range(top, min(len(self.ordered), top + height)):
-            alert = self.ordered[position]
-            key = action_key(alert)
-            line = Text(no_wrap=True, overflow="ellipsis", end="")
-            line.append(f" {_BADGE[alert.severity]} ", style=styles[alert.severity])
-            line.append(" ")
-            title = short_title(alert)
-            room = width - line.cell_len - (len(key) + 3 if key else 0)
-            line.append(title if len(title) <= room else title[: max(0, room - 1)] + "…")
-            if key:
-                line.append(" " * max(1, width - line.cell_len - len(key) - 2))
-                line.append(f"[{key}]", style=key_style)
-            if position == self.cursor and self.has_focus:
-                line.stylize(cursor_style)
-            if text:
-                text.append("\n")
-            text.append_text(line)
-        return text
+    def render_row(self, row: Alert, width: int) -> list[Segment]:
+        key = action_key(row)
+        line = Text(no_wrap=True, overflow="ellipsis", end="")
+        line.append(f" {_BADGE[row.severity]} ", style=self.cell_style(_SEVERITY_LOOK[row.severity]))
+        line.append(" ")
+        title = short_title(row)
+        room = width - line.cell_len - (len(key) + 3 if key else 0)
+        line.append(title if len(title) <= room else title[: max(0, room - 1)] + "…")
+        if key:
+            line.append(" " * max(1, width - line.cell_len - len(key) - 2))
+            line.append(f"[{key}]", style=self.cell_style("alerts-panel--key"))
+        return list(line.render(self.app.console))
