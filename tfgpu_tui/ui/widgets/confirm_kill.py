@@ -14,7 +14,13 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tfgpu_tui.gpu.attribution import basis_sentence
-from tfgpu_tui.gpu.kernel_actions import KernelAction, KillChoice, action_refusal, available_actions
+from tfgpu_tui.gpu.kernel_actions import (
+    KernelAction,
+    KillChoice,
+    action_refusal,
+    available_actions,
+    choice_label,
+)
 from tfgpu_tui.gpu.kill import KILL_SIGNALS
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.settings import Settings
@@ -110,7 +116,7 @@ class ConfirmKill(ModalScreen["KillChoice | None"]):
         Binding("left", "move(-1)", "Previous action", show=False),
         Binding("right", "move(1)", "Next action", show=False),
         *[
-            Binding(key, f"choose('{choice_id(choice)}')", "", show=False)
+            Binding(key, f"choose('{choice_id(choice)}')", choice_label(choice), show=False)
             for choice, key in CHOICE_KEYS.items()
         ],
     ]
