@@ -9,11 +9,12 @@ from textual.widgets import DataTable
 from tfgpu_tui.probe.trial import Trial, TrialResult
 from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING
 
+# Failures and warnings are bold as well as coloured: with NO_COLOR the weight still marks them.
 RESULT_STYLES = {
     TrialResult.FITS: SUCCESS,
-    TrialResult.OOM: "$error",
+    TrialResult.OOM: ERROR,
     TrialResult.ERROR: ERROR,
-    TrialResult.TIMEOUT: WARNING,
+    TrialResult.TIMEOUT: f"bold {WARNING}",
 }
 COLUMNS = (
     ("batch", "batch"),
