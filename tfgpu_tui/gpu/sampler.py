@@ -32,7 +32,9 @@ UNRESOLVED_REFUSALS = {
 }
 
 
-NO_GPU_ALERT = "no_gpu"  # the alert raised alongside Snapshot.error: nothing to monitor
+# The kind of the alert raised alongside Snapshot.error (spelled out in _alerts too: the docs' table of alert
+# kinds is checked against the literals of Alert(...) calls).
+NO_GPU_ALERT = "no_gpu"
 
 
 def _row_order(row: ProcessRow) -> tuple:
@@ -160,7 +162,7 @@ class Sampler:
     def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
         alerts: list[Alert] = []
         if reading.error is not None:
-            alerts.append(Alert(NO_GPU_ALERT, Severity.WARNING, reading.error.message, reading.error.fix))
+            alerts.append(Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix))
         try:
             alerts += self.rules.evaluate(now, reading.devices, rows)
         except Exception as exc:
