@@ -68,15 +68,33 @@ class RunStatus(Static):
                 text.append("No Keras progress in this file yet.", "dim")
             self.update(text.content())
             return
-        for index, (part, tone) in enumerate(status_parts(run)):
-            text.append(gap if index else "")
-            text.append(part, TONE_STYLE[tone])
+        # Each part ("20.0 steps/s", "loss 0.7684") stays whole: a line breaks only between parts.
+        width = self.content_size.width or 10**6
+        line = 0
+
+        def add(*pieces: tuple[str, str]) -> None:
+            nonlocal line
+            size = sum(len(piece) for piece, _ in pieces)
+            if line == 0:
+                pass
+            elif line + len(gap) + size > width:
+                text.append("\n")
+                line = 0
+            else:
+                text.append(gap)
+                line += len(gap)
+            for piece, style in pieces:
+                text.append(piece, style)
+            line += size
+
+        for part, tone in status_parts(run):
+            add((part, TONE_STYLE[tone]))
         if cur.metrics:
-            text.append(gap if narrow else "\n")
-            for index, (name, value) in enumerate(cur.metrics.items()):
-                text.append(gap if index else "")
-                text.append(f"{name} ", "dim")
-                text.append(format_value(value), ERROR if value != value else "bold")
+            if not narrow:
+                text.append("\n")
+                line = 0
+            for name, value in cur.metrics.items():
+                add((f"{name} ", "dim"), (format_value(value), ERROR if value != value else "bold"))
         if evaluation := evaluation_text(run):  # evaluate() after fit(): its own result, not an epoch
             text.append(gap if narrow else "\n")
             text.append(evaluation, ACCENT)

@@ -16,6 +16,7 @@ RESULT_STYLES = {
     TrialResult.ERROR: ERROR,
     TrialResult.TIMEOUT: f"bold {WARNING}",
 }
+RESULT_WIDTH = max(len(word) for word in ["running", *(result.value for result in TrialResult)])
 COLUMNS = (
     ("batch", "batch"),
     ("precision", "precision"),
@@ -50,8 +51,8 @@ class TrialsTable(DataTable):
         self.done: set[str] = set()
 
     def on_mount(self) -> None:
-        for label, key in COLUMNS:
-            self.add_column(label, key=key)
+        for label, key in COLUMNS:  # the result column as wide as its longest word, so "running" is whole
+            self.add_column(label, key=key, width=RESULT_WIDTH if key == "result" else None)
 
     def reset(self) -> None:
         """No rows."""
