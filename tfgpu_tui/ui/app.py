@@ -8,8 +8,11 @@ tab). Any other tab's module is imported and its content built the first time it
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
+import os
+import signal
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import NamedTuple
@@ -76,6 +79,8 @@ class TabSpec(NamedTuple):
         return sections
 
 
+# What a closed terminal or browser tab (SIGHUP) and `kill` (SIGTERM) send (asyncio handles them on POSIX).
+ENDING_SIGNALS = () if os.name == "nt" else (signal.SIGHUP, signal.SIGTERM)
 WIDGETS = "tfgpu_tui.ui.widgets"
 TAB_SPECS: tuple[TabSpec, ...] = (
     TabSpec(
@@ -219,10 +224,16 @@ class TfgpuApp(App[None]):
         if (latest := self.feed.latest) is not None:
             self._take_gpu_alerts(latest)
         self.call_after_refresh(self._focus_active_tab)
+        if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
+            for ending in ENDING_SIGNALS:
+                asyncio.get_running_loop().add_signal_handler(ending, self.exit)
 
     def on_unmount(self) -> None:
         """Stop sampling (the widgets are gone by now)."""
         self.feed.close()
+        if not self.is_headless:
+            for ending in ENDING_SIGNALS:
+                asyncio.get_running_loop().remove_signal_handler(ending)
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
         self._take_gpu_alerts(message.update.snapshot)
