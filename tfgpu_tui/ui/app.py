@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import inspect
 import os
+import re
 import signal
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -378,4 +379,4 @@ def tab_actions(tab: type[DashboardTab] | DashboardTab) -> list[tuple[str, str, 
 def first_sentence(doc: str | None) -> str:
     """The first sentence of a docstring's first paragraph, without its full stop ('' without a docstring)."""
     paragraph = " ".join((doc or "").split("\n\n")[0].split())
-    return paragraph.split(". ")[0].rstrip(".")
+    return re.split(r"(?<!\be\.g)(?<!\bi\.e)\. (?=[A-Z])", paragraph)[0].rstrip(".")

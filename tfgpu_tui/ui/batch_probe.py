@@ -163,7 +163,7 @@ class BatchProbeTab(DashboardTab):
         return self.query_one(ProbeForm).request(self.settings.python)
 
     def action_start(self) -> None:
-        """Check the form and start the probe in a worker thread."""
+        """Find the largest batch size that fits in GPU memory, trying sizes in fresh processes."""
         if self.running:
             self.notify("A probe is already running; cancel it first (escape).", severity="warning")
             return
@@ -240,13 +240,14 @@ class BatchProbeTab(DashboardTab):
         self.post_message(ProbeFinished(result))
 
     def action_cancel(self) -> None:
-        """Kill the running trial's child and stop the probe."""
+        """Stop the probe now; the running trial's process is ended."""
         if self.runner is not None:
             self.runner.cancel()
             self.show_status("Cancelling: stopping the running trial...")
 
     def action_copy_snippet(self) -> None:
-        """Copy `batch_size = N` to the clipboard."""
+        """Send the recommended `batch_size = N` line to the terminal's clipboard (shown to select where the
+        terminal ignores that)."""
         if self.result is not None and self.result.snippet:
             copy_text(self.app, self.result.snippet, "Snippet")
 

@@ -324,7 +324,7 @@ class TrainingTab(DashboardTab):
 
     # ----- actions -----
     def action_open_file(self) -> None:
-        """Show the path input, prefilled with the current file."""
+        """Type the path of another log to follow (the field starts with the current one)."""
         field = self.query_one("#training-path", Input)
         field.add_class("-open")
         field.value = str(self.path)
@@ -332,6 +332,7 @@ class TrainingTab(DashboardTab):
         self.call_after_refresh(field.focus)  # focusable only once displayed
 
     def action_close_open(self) -> None:
+        """Close the path field or the list of logs, back to the log being followed."""
         field = self.query_one("#training-path", Input)
         pick = self.query_one("#training-pick")
         if field.has_class("-open") or pick.has_class("-open"):
@@ -340,7 +341,7 @@ class TrainingTab(DashboardTab):
             self.focus_default()
 
     def action_pick_log(self) -> None:
-        """Show the logs of the running TensorFlow processes (scanned in a worker thread)."""
+        """Choose among the logs your running TensorFlow jobs write to, and follow the one picked."""
         self.query_one("#training-pick").add_class("-open")
         self.query_one("#training-pick-note", Static).update(
             Content.styled("Looking for running TensorFlow processes that write to a log file ...", "dim")
