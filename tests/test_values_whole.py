@@ -37,3 +37,14 @@ async def test_a_running_trial_reads_running_at_80x24() -> None:
             table.columns[next(k for k in table.columns if k.value == "result")].get_render_width(table) >= 7
         )
         await wait_until(pilot, lambda: tab.result is not None and not tab.running, timeout=60)
+
+
+async def test_the_probe_plot_gives_way_to_its_table_under_30_lines() -> None:
+    for size, plot_shown in (((80, 24), False), ((120, 40), True)):
+        app = TfgpuApp(Settings(demo=True), initial_tab="probe")
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            plot, note = app.query_one("#probe-plot"), app.query_one("#probe-plot-note")
+            await wait_until(pilot, lambda p=plot, n=note: p.region.height > 0 or n.region.height > 0)
+            assert (plot.region.height >= 8) is plot_shown, (size, plot.region)
+            assert (note.region.height > 0) is not plot_shown, size

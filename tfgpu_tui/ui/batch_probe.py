@@ -40,6 +40,9 @@ DEMO_HINT = (
     "memory: no TensorFlow runs."
 )
 
+# Under DashboardTab.SHORT_BELOW lines the plot would get a row or two: it gives way to the table.
+PLOT_NOTE = "The plot shows in a terminal of 30 lines or more; the table above has the same numbers."
+
 
 class ProbeStarted(Message):
     """The request is complete (default budget filled in) and the first child is about to start."""
@@ -106,6 +109,7 @@ class BatchProbeTab(DashboardTab):
         with Horizontal(id="probe-body"):
             yield TrialsTable(id="probe-trials")
             yield ProbePlot(id="probe-plot")
+            yield Static(PLOT_NOTE, id="probe-plot-note")
         with Horizontal(id="probe-results"):
             yield Static("No result yet.", id="probe-summary")
             yield Static(id="probe-comparison")
