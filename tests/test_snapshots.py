@@ -1,4 +1,4 @@
-"""SVG snapshots of every tab at 80x24 and 120x40 on the demo source (pytest-textual-snapshot).
+"""SVG snapshots of every tab at 80x24, 120x40 and 160x48 on the demo source (pytest-textual-snapshot).
 
 The demo is made repeatable here: the simulated GPUs run on a fixed clock, the host line's CPU/memory and
 the refresh cost are fixed, the user, home and host names are fixed, the Training tab follows a copy of a
@@ -33,7 +33,7 @@ from tfgpu_tui.ui.widgets.probe_form import ProbeForm, columns_that_fit
 
 FIXED_NOW = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 HOST = HostStats(cpu_percent=37.0, cpu_count=16, memory_used_mib=24_576.0, memory_total_mib=128_000.0)
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (120, 40), (160, 48)]
 TRAINING_LOG = Path(__file__).parent / "fixtures" / "training" / "screenshot_demo.log"
 
 
