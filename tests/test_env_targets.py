@@ -184,10 +184,12 @@ def test_the_picker_finds_the_interpreters_of_this_users_python_processes(bare_v
     try:
         for process in (running, ours):
             assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        found = {c.source.split(" (")[0]: c.python for c in python_processes()}
+        # Only these two are looked at: the cap on processes must not depend on what else runs here.
+        pids = [running.pid, ours.pid]
+        found = {c.source.split(" (")[0]: c.python for c in python_processes(pids=pids)}
         assert found[f"running Python process PID {running.pid}"] == python
         assert f"running Python process PID {ours.pid}" not in found  # a tfgpu-tui child is not a target
-        assert not python_processes(uid=os.getuid() + 12345)  # another user's processes are not listed
+        assert not python_processes(uid=os.getuid() + 12345, pids=pids)  # not another user's
     finally:
         for process in (running, ours):
             process.kill()

@@ -20,7 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -215,14 +215,17 @@ def _subdirs(*parts: str) -> list[str]:
     return sorted(found, key=lambda path: (os.path.islink(path), path))
 
 
-def python_processes(own_pid: int | None = None, uid: int | None = None) -> list[Candidate]:
+def python_processes(
+    own_pid: int | None = None, uid: int | None = None, pids: Iterable[int] | None = None
+) -> list[Candidate]:
     """The interpreters of this user's running Python processes (tfgpu-tui's own children left out): the
-    path it was started as when absolute (a venv's bin/python), else its environment's, else its binary."""
+    path it was started as when absolute (a venv's bin/python), else its environment's, else its binary.
+    `pids` limits the look to those processes (all others of the machine by default)."""
     from tfgpu_tui.gpu.host_facts import read_environ
 
     uid = os.getuid() if uid is None else uid
     found: list[Candidate] = []
-    for pid in other_pids(own_pid):
+    for pid in other_pids(own_pid) if pids is None else pids:
         try:
             if os.stat(f"{PROC}/{pid}").st_uid != uid:
                 continue
