@@ -129,6 +129,18 @@ def test_psutil_facts_keep_an_odd_argv_and_name_kernel_threads() -> None:
     assert kthreadd.cmdline == [] and kthreadd.name
 
 
+def test_psutil_facts_forget_a_process_that_has_gone() -> None:
+    child = start([sys.executable, "-c", SLEEPER])
+    facts = PsutilFacts()
+    try:
+        first = facts.stat(child.pid)
+        assert first is not None and not first.zombie and first.parent_pid == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
+    assert facts.stat(child.pid) is None  # kept between refreshes, yet gone once the process is
+
+
 def test_tensorflow_loaded_reads_the_maps(tmp_path: Path) -> None:
     (tmp_path / "5").mkdir()
     filler = b"7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n" * 3000  # crosses the 64 KiB read size
