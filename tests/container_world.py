@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from notebook_server import JupyterServer
+from notebook_server import wait as wait_for
 
 NOTEBOOK = "analysis.ipynb"
 KERNEL_MIB = 18432
@@ -90,18 +91,6 @@ class World:
 
 
 START = time.monotonic()
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str, step: float = 0.1) -> object:
-    """Poll until `condition()` is truthy (its value), or raise naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not within {timeout:g} s: {what}")
-        time.sleep(step)
 
 
 # --- processes -------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools import Browser, chromium_missing
+from notebook_server import wait
 
 TOKEN = "tfgpu-tui-test-token"
 # Runs in the page before JupyterLab: every write to the clipboard API is recorded, and passed on.
@@ -78,15 +79,8 @@ def free_loopback_port() -> int:
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll `condition` until it returns something true; a generous hang guard, not a timing assertion."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
+    """notebook_server.wait, polling every 0.2 s; a generous hang guard, not a timing assertion."""
+    return wait(condition, timeout, what, step=0.2)
 
 
 class LabTerminal:
@@ -124,7 +118,7 @@ class LabTerminal:
 
         try:
             return str(wait_until(found, f"{needle!r} in the terminal", timeout))
-        except AssertionError as error:
+        except TimeoutError as error:
             raise AssertionError(f"{error}; the terminal shows:\n{last[0]}") from None
 
     def focus(self) -> None:

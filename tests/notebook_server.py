@@ -20,17 +20,17 @@ EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 
 START_SECONDS = 120.0
 
 
-def wait(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    """Poll `condition` until it returns something true (returned); AssertionError naming `what` after
-    `timeout` s (a hang guard, not a time limit under test)."""
+def wait(condition, timeout: float, what: str, step: float = 0.05):  # type: ignore[no-untyped-def]
+    """Poll `condition` every `step` s until it returns something true (returned); TimeoutError naming
+    `what` after `timeout` s (a hang guard, not a time limit under test)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}")
-        time.sleep(0.05)
+            raise TimeoutError(f"not within {timeout:g} s: {what}")
+        time.sleep(step)
 
 
 class JupyterServer:

@@ -8,11 +8,8 @@ A screenshot is saved to `artifacts/serve_browser.png`.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -25,23 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from devtools import Browser, chromium_missing
 from served import free_loopback_port, stop_process_group
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 TAB_NAMES = ("Environment", "Monitor", "Training", "Batch probe")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,900",
-    "--remote-debugging-pipe",
-)
 # Reads the visible rows of the page's xterm.js terminal; `this` is the array from Runtime.queryObjects.
 READ_SCREEN_JS = """function () {
   const terminal = this.map((session) => session.terminal).find((t) => t && t.buffer);
@@ -54,10 +39,7 @@ READ_SCREEN_JS = """function () {
   return rows.join("\\n");
 }"""
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason=f"no headless browser: {CHROMIUM} not installed (apt-get install chromium)",
-)
+pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing()))
 
 
 def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 20.0) -> None:
@@ -88,63 +70,10 @@ def wait_for_token_url(log: Path, process: subprocess.Popen, timeout: float = 20
     pytest.fail(f"tfgpu-tui serve printed no URL within {timeout:.0f} s:\n{log.read_text(errors='replace')}")
 
 
-class DevTools:
-    """A minimal Chrome DevTools protocol client over Chromium's debugging pipe (fds 3 and 4)."""
+class DevTools(Browser):
+    """tests/devtools.py's client, with every request the page makes recorded and the terminal read."""
 
-    def __init__(self, user_data_dir: Path) -> None:
-        to_browser_read, self._write_fd = os.pipe()
-        self._read_fd, from_browser_write = os.pipe()
-
-        def wire_pipes() -> None:  # in the child: fd 3 = commands in, fd 4 = replies out (inheritable)
-            commands, replies = os.dup(to_browser_read), os.dup(from_browser_write)
-            os.dup2(commands, 3)
-            os.dup2(replies, 4)
-
-        self.process = subprocess.Popen(
-            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}", "about:blank"],
-            preexec_fn=wire_pipes,
-            close_fds=False,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        os.close(to_browser_read)
-        os.close(from_browser_write)
-        self._pending = b""
-        self._last_id = 0
-        self.session_id: str | None = None
-        self.events: list[dict[str, Any]] = []  # what Chromium reported between replies (Network.*)
-
-    def call(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = 10.0
-    ) -> dict[str, Any]:
-        """Send one command (to the attached page, once attached) and return its result."""
-        self._last_id += 1
-        message: dict[str, Any] = {"id": self._last_id, "method": method, "params": params or {}}
-        if self.session_id is not None:
-            message["sessionId"] = self.session_id
-        os.write(self._write_fd, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\0" in self._pending:
-                raw, self._pending = self._pending.split(b"\0", 1)
-                reply = json.loads(raw)
-                if "method" in reply:
-                    self.events.append(reply)
-                elif reply.get("id") == self._last_id:
-                    if "error" in reply:
-                        raise RuntimeError(f"{method}: {reply['error']}")
-                    return reply["result"]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"Chromium did not answer {method} within {timeout} s")
-            if select.select([self._read_fd], [], [], remaining)[0]:
-                chunk = os.read(self._read_fd, 1 << 20)
-                if not chunk:
-                    raise EOFError("Chromium closed the debugging pipe")
-                self._pending += chunk
-
-    def open_page(self, url: str) -> None:
+    def open_page(self, url: str, before_load: str = "") -> None:
         target = self.call("Target.createTarget", {"url": "about:blank"})
         attached = self.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
         self.session_id = attached["sessionId"]
@@ -153,7 +82,7 @@ class DevTools:
 
     def requested_urls(self) -> list[str]:
         """The URL of every request and websocket the page has opened so far."""
-        self.evaluate("0")  # read what Chromium has reported up to now
+        self.remote_object("0")  # read what Chromium has reported up to now
         urls = []
         for event in self.events:
             if event["method"] == "Network.requestWillBeSent":
@@ -162,7 +91,8 @@ class DevTools:
                 urls.append(event["params"]["url"])
         return urls
 
-    def evaluate(self, expression: str) -> dict[str, Any]:
+    def remote_object(self, expression: str) -> dict[str, Any]:
+        """The page's answer to an expression as a DevTools remote object (its objectId kept)."""
         return self.call("Runtime.evaluate", {"expression": expression})["result"]
 
     def properties(self, object_id: str) -> dict[str, Any]:
@@ -170,7 +100,7 @@ class DevTools:
 
     def terminal_text(self) -> str | None:
         """The terminal's visible text, or None while the page has no terminal yet."""
-        resize = self.evaluate("window.onresize")
+        resize = self.remote_object("window.onresize")
         if "objectId" not in resize:
             return None
         internals = self.properties(resize["objectId"]).get("internalProperties", [])
@@ -203,15 +133,6 @@ class DevTools:
         raise AssertionError(
             "the page has no xterm.js terminal session object (did textual-serve's page change?)"
         )
-
-    def screenshot(self, path: Path) -> None:
-        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
-        path.write_bytes(base64.b64decode(data))
-
-    def close(self) -> None:
-        for fd in (self._write_fd, self._read_fd):
-            os.close(fd)
-        stop_process_group(self.process)
 
 
 @dataclass
