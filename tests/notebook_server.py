@@ -60,18 +60,23 @@ class JupyterServer:
             env=self.env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
-            info_file = wait(lambda: self._runtime_file(), START_SECONDS, "the server's jpserver-*.json")
-            info = json.loads(info_file.read_text())
+            info = wait(self._runtime_info, START_SECONDS, "the server's jpserver-*.json, written whole")
             self.url = f"http://127.0.0.1:{info['port']}{info['base_url']}"
             wait(self._answers, START_SECONDS, "the Jupyter server answers")
         except BaseException:
             self.stop()
             raise
 
-    def _runtime_file(self) -> Path | None:
+    def _runtime_info(self) -> dict | None:
+        """The server's runtime file once it holds whole JSON (the server creates it before writing it)."""
         if self.process.poll() is not None:
             raise RuntimeError(f"the Jupyter server exited ({self.process.returncode})")
-        return next(self.runtime.glob(f"jpserver-{self.process.pid}.json"), None)
+        path = next(self.runtime.glob(f"jpserver-{self.process.pid}.json"), None)
+        try:
+            info = json.loads(path.read_text()) if path else None
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) and "port" in info else None
 
     def _answers(self) -> bool:
         try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 from waiting import wait_until
 
 from tfgpu_tui.gpu import sampler as sampler_module
@@ -100,6 +101,15 @@ async def environment_ready(pilot: Pilot) -> None:
     tab = pilot.app.query_one(EnvironmentTab)
     await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=20)
     tab.reveal("cuda_libraries")  # a finding with a fix
+    table = tab.query_one("#env-findings", DataTable)
+
+    def revealed() -> bool:  # selected, and scrolled into view (the picture was taken before, under load)
+        finding = tab.selected_finding()
+        top, rows = int(table.scroll_y), table.size.height - table.header_height
+        return finding is not None and finding.id == "cuda_libraries" and top <= table.cursor_row < top + rows
+
+    await wait_until(pilot, revealed, timeout=20)
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.5)
 
 

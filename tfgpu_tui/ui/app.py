@@ -226,8 +226,18 @@ class TfgpuApp(App[None]):
             self._take_gpu_alerts(latest)
         self.call_after_refresh(self._focus_active_tab)
         if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
+            loop = asyncio.get_running_loop()
             for ending in ENDING_SIGNALS:
-                asyncio.get_running_loop().add_signal_handler(ending, self.exit)
+                loop.add_signal_handler(ending, self._hung_up if ending == signal.SIGHUP else self.exit)
+
+    def _hung_up(self) -> None:
+        """The terminal is gone, so there is nothing to restore on it: remove what `q` would have removed,
+        then end as a hang-up does. A graceful exit after a hang-up was seen to block for good in Textual's
+        output thread (its stop() waiting on a full queue), leaving a process behind."""
+        for tab in self.query(DashboardTab):
+            tab.release_files()
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGHUP)
 
     def on_unmount(self) -> None:
         """Stop sampling (the widgets are gone by now)."""

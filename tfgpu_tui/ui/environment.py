@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -100,6 +101,12 @@ class FindingsTable(DataTable):
 
     def on_resize(self, event: events.Resize) -> None:
         self.post_message(self.Resized())
+        self.call_after_refresh(self.keep_cursor_in_view)  # a shorter table can hide the selected row
+
+    def keep_cursor_in_view(self) -> None:
+        """Scroll so that the selected row shows: move_cursor scrolls only when the row changes, and against
+        the size the table had then."""
+        self.scroll_to_region(Region(0, self.cursor_row, 1, 1), animate=False, immediate=True)
 
 
 class EnvironmentTab(DashboardTab):
@@ -218,7 +225,7 @@ class EnvironmentTab(DashboardTab):
         return column_widths(width, [finding.title for finding in report.findings])
 
     def _fill_table(self, report: EnvReport) -> None:
-        table = self.query_one("#env-findings", DataTable)
+        table = self.query_one("#env-findings", FindingsTable)
         selected = self.selected_finding()
         self._widths = check_width, found_width = self._column_widths(report)
         table.clear(columns=True)
@@ -235,7 +242,9 @@ class EnvironmentTab(DashboardTab):
         ids = [finding.id for finding in report.findings]
         wanted = self._reveal_id or (selected.id if selected is not None else None)
         if wanted in ids:
-            table.move_cursor(row=ids.index(wanted))
+            row = ids.index(wanted)
+            table.move_cursor(row=row)
+            self.call_after_refresh(table.keep_cursor_in_view)
             if report.complete:
                 self._reveal_id = ""
         self._show_detail()

@@ -31,6 +31,9 @@ class DashboardTab(Vertical):
     def on_mount(self) -> None:
         self.apply_size_classes()  # before the first layout, so it is already the right one
 
+    def release_files(self) -> None:
+        """Remove what the tab wrote that would outlive the process (none by default)."""
+
     def on_resize(self, event: events.Resize) -> None:
         """Keep the ``-narrow`` and ``-short`` classes in step with the terminal's size."""
         self.apply_size_classes()

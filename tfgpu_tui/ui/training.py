@@ -154,6 +154,10 @@ class TrainingTab(DashboardTab):
 
     def on_unmount(self) -> None:
         self.workers.cancel_group(self, "training-follow")
+        self.release_files()
+
+    def release_files(self) -> None:
+        """Stop the demo's log writer and remove its folder."""
         if self.demo is not None:
             self.demo.stop()
 
