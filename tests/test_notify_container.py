@@ -1,6 +1,6 @@
 """notify inside a container (fakenvml's container.py: PID and mount namespaces, NVML naming host PIDs): a
-stale holder of the container and idle GPUs are each sent once, through the same feed and alert rules as
-the Monitor inside a container."""
+stale holder of the container and idle GPUs are each sent once, then a GPU falls off the bus and that is sent
+once too, through the same feed and alert rules as the Monitor inside a container."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ CONTAINER = (
     Path(os.environ.get("TFGPU_FAKENVML_DIR", HERE.parents[1] / "shared" / "fakenvml")) / "container.py"
 )
 TOKEN = "ctr-S3CRET"
+LOST = "error gpu=1 field=all code=GPU_IS_LOST\n"
 
 
 def why_not() -> str | None:
@@ -35,8 +36,30 @@ def why_not() -> str | None:
     return None
 
 
+def notify_inside(container: subprocess.Popen) -> psutil.Process | None:
+    """The notify process that container.py runs in its namespaces (a host process, seen from here); not
+    container.py or unshare, whose argv holds notify's after `--`."""
+    for process in psutil.Process(container.pid).children(recursive=True):
+        try:
+            if process.cmdline()[1:4] == ["-m", "tfgpu_tui", "notify"]:
+                return process
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def lose_gpu_1(notify: psutil.Process) -> None:
+    """One scenario step: GPU 1 answers GPU_IS_LOST from the next NVML call on. The scenario is the file
+    container.py gave notify (its FAKE_NVML_SCENARIO: the same path outside the container), rewritten
+    atomically as fakenvml asks."""
+    scenario = Path(notify.environ()["FAKE_NVML_SCENARIO"])
+    step = scenario.with_name(scenario.name + ".tmp")
+    step.write_text(scenario.read_text() + LOST)
+    step.replace(scenario)
+
+
 @pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
-def test_inside_a_container_a_stale_holder_and_idle_gpus_are_sent_once(
+def test_inside_a_container_a_stale_holder_idle_gpus_then_a_lost_gpu_are_sent_once(
     fakenvml_lib_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "notify.out"
@@ -59,18 +82,26 @@ def test_inside_a_container_a_stale_holder_and_idle_gpus_are_sent_once(
             container = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
         try:
             wait_for(lambda: len(receiver.messages) >= 3 or container.poll() is not None, timeout=180)
-            for process in psutil.Process(container.pid).children(recursive=True):  # ours: notify inside
-                if "notify" in process.cmdline():
-                    process.send_signal(signal.SIGTERM)
+            inside = notify_inside(container)
+            assert inside is not None, err.read_text()
+            pids = json.loads(Path(inside.environ()["TFGPU_SIM_PIDS"]).read_text())
+            lose_gpu_1(inside)
+            wait_for(lambda: len(receiver.messages) >= 4 or container.poll() is not None, timeout=120)
+            inside.send_signal(signal.SIGTERM)
             container.wait(timeout=60)
         finally:
             container.kill()
             container.wait()
         messages = receiver.messages
     events = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
-    assert sorted(e["event"] for e in events) == ["gpu_idle", "gpu_idle", "stale_kernel"], err.read_text()
-    assert len(messages) == 3
+    holder = pids["holders"][0]["pid"]  # as NVML names it inside the container (driver 580: its own PID)
+    first = sorted(e["key"] for e in events[:3])
+    assert first == ["gpu_idle:GPU 0", "gpu_idle:GPU 1", f"stale_kernel:PID {holder}"], err.read_text()
+    assert [e["key"] for e in events[3:]] == ["gpu_lost:GPU 1"], err.read_text()
+    assert sorted(m["title"] for m in messages) == sorted(e["title"] for e in events)
     stale = next(e for e in events if e["event"] == "stale_kernel")
     assert "forgotten.py" in stale["message"] and "18.0 GiB" in stale["message"]
-    assert "stopped by SIGTERM" in err.read_text()
+    lost = events[3]
+    assert "GPU 1" in lost["message"] and lost["fix"], lost
+    assert "stopped by SIGTERM; 4 event(s) sent this run" in err.read_text()
     assert TOKEN not in out.read_text() + err.read_text() + (tmp_path / "state.json").read_text()
