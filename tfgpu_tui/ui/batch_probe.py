@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -44,40 +44,34 @@ DEMO_HINT = (
 PLOT_NOTE = "The plot shows in a terminal of 30 lines or more; the table above has the same numbers."
 
 
+@dataclass
 class ProbeStarted(Message):
     """The request is complete (default budget filled in) and the first child is about to start."""
 
-    def __init__(self, request: ProbeRequest) -> None:
-        super().__init__()
-        self.request = request
+    request: ProbeRequest
 
 
+@dataclass
 class TrialStarted(Message):
     """A child started training at this batch size."""
 
-    def __init__(self, batch_size: int) -> None:
-        super().__init__()
-        self.batch_size = batch_size
+    batch_size: int
 
 
+@dataclass
 class TrialDone(Message):
     """A trial finished."""
 
-    def __init__(self, trial: Trial) -> None:
-        super().__init__()
-        self.trial = trial
+    trial: Trial
 
 
+@dataclass
 class ProbeFinished(Message):
     """The probe ended: a result, or a message saying why it could not start."""
 
-    def __init__(
-        self, result: ProbeResult | None, problem: str = "", comparison: PrecisionComparison | None = None
-    ) -> None:
-        super().__init__()
-        self.result = result
-        self.problem = problem
-        self.comparison = comparison
+    result: ProbeResult | None
+    problem: str = ""
+    comparison: PrecisionComparison | None = None
 
 
 class BatchProbeTab(DashboardTab):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,13 +47,12 @@ MIN_FOUND_CHARS = 16
 FOUND_ENOUGH_CHARS = 60  # in a wide list, width beyond this goes to the Check column first
 
 
+@dataclass
 class EnvReportReady(Message):
     """A report from the check worker: the fast one (TensorFlow checks pending) or the full one."""
 
-    def __init__(self, report: EnvReport, generation: int) -> None:
-        super().__init__()
-        self.report = report
-        self.generation = generation
+    report: EnvReport
+    generation: int
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -96,6 +96,7 @@ class FindingsTable(DataTable):
         Binding("down", "cursor_down", "Select the finding below", show=False),
     ]
 
+    @dataclass
     class Resized(Message):
         """The table's size changed."""
 

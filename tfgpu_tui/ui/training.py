@@ -9,6 +9,7 @@ processes (found in another worker); with ``--demo`` and no log given, a simulat
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import on, work
@@ -49,42 +50,31 @@ BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between po
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
 
 
+@dataclass
 class RunSnapshot(Message):
     """The followed log's state, from the worker thread."""
 
-    def __init__(
-        self,
-        path: Path,
-        run: TrainingSnapshot,
-        state: FileState,
-        idle: float,
-        backfill: tuple[int, int] | None,
-        oversight: OversightState,
-    ) -> None:
-        super().__init__()
-        self.path = path
-        self.run = run
-        self.state = state
-        self.idle = idle
-        self.backfill = backfill
-        self.oversight = oversight
+    path: Path
+    run: TrainingSnapshot
+    state: FileState
+    idle: float
+    backfill: tuple[int, int] | None
+    oversight: OversightState
 
 
+@dataclass
 class LogsFound(Message):
     """The logs of the running TensorFlow processes, from the scan worker."""
 
-    def __init__(self, candidates: list[LogCandidate]) -> None:
-        super().__init__()
-        self.candidates = candidates
+    candidates: list[LogCandidate]
 
 
+@dataclass
 class FollowFailed(Message):
     """The worker could not follow the file."""
 
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__()
-        self.path = path
-        self.reason = reason
+    path: Path
+    reason: str
 
 
 NO_JOBS_HELP = (
