@@ -31,8 +31,8 @@ class Receiver:
 
 
 @contextmanager
-def receiving(token: str = "s3cr3t-T0KEN") -> Iterator[Receiver]:
-    """Serve on a free loopback port for the duration of the block."""
+def receiving(token: str = "s3cr3t-T0KEN", port: int = 0) -> Iterator[Receiver]:
+    """Serve on a loopback port (a free one when 0) for the duration of the block."""
     holder: list[Receiver] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -49,7 +49,7 @@ def receiving(token: str = "s3cr3t-T0KEN") -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     holder.append(Receiver(server.server_address[1], token))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

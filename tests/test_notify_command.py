@@ -116,3 +116,59 @@ def test_json_events_once_and_a_signal_ends_it_with_one_line(tmp_path: Path, sig
     assert err.splitlines()[-1] == f"tfgpu-tui notify: stopped by {signum.name}; 1 event(s) sent this run"
     assert not (tmp_path / "run" / "tfgpu-tui" / "notify.json").exists()
     assert TOKEN not in line + out + err + state.read_text()
+
+
+def lines_with(text: str, words: str) -> list[str]:
+    return [line for line in text.splitlines() if words in line]
+
+
+def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_each(tmp_path: Path) -> None:
+    """While a destination cannot be reached the watch goes on (the other destination gets each event) and the
+    failure is said once; once the service is up its messages arrive through the retries. A deleted log and a
+    state file that cannot be written any more are one line each; nothing stops the watch."""
+    log = tmp_path / "train.log"
+    log.write_text(FINISHED)
+    state_dir = tmp_path / "state"
+    err = tmp_path / "notify.err"
+    late_port = closed_port()
+    late_url = f"json://localhost:{late_port}/hook/{TOKEN}"  # shown as json://localhost
+    with receiving(TOKEN) as live:
+        args = ["--json", "--log", str(log), "--state", str(state_dir / "state.json"), "--interval", "0.5"]
+        args += ["--to", live.url, "--to", late_url]
+        with err.open("w") as stderr:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "tfgpu_tui", "notify", *args],
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=environment(tmp_path),
+            )
+        try:
+            wait_for(lambda: len(live.messages) == 1, timeout=60)
+            wait_for(lambda: lines_with(err.read_text(), "delivery to json://localhost failed"), timeout=60)
+            with log.open("a") as more:  # a second run finishes while the other service is still down
+                more.write(FINISHED)
+            wait_for(lambda: len(live.messages) == 2, timeout=60)
+            with receiving(TOKEN, port=late_port) as late:  # the service comes up: the retries reach it
+                wait_for(lambda: len(late.messages) == 2, timeout=120)
+                wait_for(lambda: lines_with(err.read_text(), "works again"), timeout=30)
+                log.unlink()
+                wait_for(lambda: lines_with(err.read_text(), "was deleted"), timeout=60)
+                state_dir.rename(tmp_path / "state.moved")
+                state_dir.write_text("")  # a file where the state file's folder was: it cannot be written
+                log.write_text(FINISHED)  # the log comes back with a third finished run
+                wait_for(lambda: len(live.messages) == 3 and len(late.messages) == 3, timeout=60)
+                wait_for(lambda: lines_with(err.read_text(), "cannot write the state file"), timeout=60)
+                child.send_signal(signal.SIGTERM)
+                assert child.wait(timeout=60) == 0
+                late_titles = late.titles()
+        finally:
+            child.kill()
+            child.wait()
+        titles = live.titles()
+    said = err.read_text()
+    assert titles == late_titles and len(set(titles)) == 1, (titles, late_titles)
+    for words in ("failed", "works again", "was deleted", "cannot write the state file"):
+        assert len(lines_with(said, words)) == 1, said
+    assert "json://localhost failed" in said and "the watch goes on" in said
+    assert said.splitlines()[-1].endswith("stopped by SIGTERM; 3 event(s) sent this run"), said
+    assert TOKEN not in said + (tmp_path / "state.moved" / "state.json").read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from tests.waiting import wait_for
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.model import DeviceSample, NvmlUnavailable, Snapshot
-from tfgpu_tui.notify.delivery import Delivery
 from tfgpu_tui.notify.destinations import Destination, DestinationError, check, gather, known_schemes, shown
 from tfgpu_tui.notify.events import DEFAULT_EVENTS, Event, EventKind, parse_events
 from tfgpu_tui.notify.gpu_events import GpuEvents
@@ -212,35 +210,6 @@ def test_nvml_going_away_after_gpus_were_seen_is_a_lost_gpu() -> None:
     assert gpus.evaluate(gone, None) == []  # never had GPUs: nothing lost
     gpus.evaluate(snapshot(1.0, util=50.0), None)
     assert kinds(gpus.evaluate(gone, None)) == [EventKind.GPU_LOST]
-
-
-def test_delivery_retries_and_reports_a_failing_destination_once() -> None:
-    outcomes = iter([False, False, True, True])
-    sent: list[str] = []
-    lines: list[str] = []
-    done = threading.Event()
-
-    def sender(destination: Destination):
-        def send(title: str, body: str) -> bool:
-            ok = next(outcomes)
-            if ok:
-                sent.append(title)
-            if len(sent) == 2:
-                done.set()
-            return ok
-
-        return send
-
-    url = "json://127.0.0.1:9/hook/s3cret"
-    delivery = Delivery([Destination(url)], lines.append, sender, backoff=(0.0, 0.0, 0.0)).start()
-    delivery.send(event("one"))
-    delivery.send(event("two"))
-    assert done.wait(30)
-    delivery.stop()
-    assert len(sent) == 2 and delivery.delivered == 2
-    assert len([line for line in lines if "failed" in line]) == 1
-    assert lines[-1] == "delivery to json://127.0.0.1 works again"
-    assert "s3cret" not in "".join(lines)
 
 
 def test_a_log_that_rotates_is_said_once_and_followed(tmp_path: Path) -> None:

@@ -50,7 +50,6 @@ class Delivery:
     Args:
         destinations: where to send.
         report: prints one line on stderr.
-        sender: makes a sending function for a destination (tests pass their own).
         backoff: waits before each retry, in seconds.
     """
 
@@ -58,13 +57,12 @@ class Delivery:
         self,
         destinations: list[Destination],
         report: Callable[[str], None],
-        sender: Callable[[Destination], Callable[[str, str], bool]] = apprise_sender,
         backoff: tuple[float, ...] = BACKOFF_SECONDS,
     ) -> None:
         self.destinations = destinations
         self.report = report
         self.backoff = backoff
-        self._senders = [sender(destination) for destination in destinations]
+        self._senders = [apprise_sender(destination) for destination in destinations]
         self._failing = [False] * len(destinations)
         self._pending: list[Pending] = []
         self._dropped_said = False
