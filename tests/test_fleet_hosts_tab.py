@@ -55,7 +55,9 @@ async def test_hosts_come_and_go_and_open_read_only() -> None:
             tab = app.query_one(HostsTab)
             await wait_until(
                 pilot,
-                lambda: len(tab._cells) == 3 and row(tab, keys[1])["State"] == "up SIMULATED",
+                lambda: (
+                    tab.query_one(HostsTable).row_count == 3 and row(tab, keys[1])["State"] == "up SIMULATED"
+                ),
                 timeout=15,
             )
             a = row(tab, keys[0])

@@ -90,7 +90,6 @@ class HostsTab(DashboardTab):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.view: FleetView | None = None
-        self._cells: dict[str, tuple[str | Text, ...]] = {}
         self._feed = FleetFeed(
             lambda: make_reader(settings.prometheus_url, settings.remote_hosts),
             settings.fleet_refresh_seconds,
@@ -132,9 +131,7 @@ class HostsTab(DashboardTab):
         caption.update(
             Text(text, style="bold red" if view.error else ""), layout=False
         )  # one line of fixed height: no re-layout of the screen
-        rows = [(host.key, host_cells(host)) for host in view.hosts]
-        self._cells = dict(rows)
-        self.query_one(HostsTable).show_rows(rows)
+        self.query_one(HostsTable).show_rows([(host.key, host_cells(host)) for host in view.hosts])
         hosts = {host.key: host for host in view.hosts}
         for screen in self.app.screen_stack:
             if isinstance(screen, HostDetailScreen) and screen.key in hosts:
