@@ -1,4 +1,5 @@
-"""`tfgpu-tui export --log`: the same checks as `log PATH`, one line and exit 2, never a traceback."""
+"""`tfgpu-tui export --log`: the same checks as `log PATH`, one line and exit 2, never a traceback; so is a
+`--pids` that is no process id."""
 
 from __future__ import annotations
 
@@ -25,5 +26,13 @@ def test_a_log_that_does_not_exist_yet_is_not_refused(tmp_path: Path) -> None:
 
     from tfgpu_tui.commands.export import check_arguments
 
-    args = Namespace(port=0, top_processes=5, public=False, host="127.0.0.1", logs=[tmp_path / "later.log"])
+    args = Namespace(
+        port=0, top_processes=5, public=False, host="127.0.0.1", logs=[tmp_path / "later.log"], pids=None
+    )
     assert check_arguments(args) is None
+
+
+def test_pids_must_be_process_ids(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--demo", "--port", "0", "--pids", "42", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "tfgpu-tui export: --pids takes process ids, which are positive (got 0)\n"

@@ -31,6 +31,7 @@ from tfgpu_tui.training.synthetic import keras3_epoch, keras3_log, loss_at
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.host_detail import HostDetailScreen
 from tfgpu_tui.ui.hosts import COLUMNS, HostsTab
+from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
@@ -98,18 +99,21 @@ def fleet(fakenvml_lib_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     config = tmp / "config.toml"
     config.write_text("stale_minutes = 0.02\n")  # beta's idle process is stale after 1.2 s
     env = {"TFGPU_TUI_CONFIG": str(config)}
+    # the exporters look for TensorFlow on the CPU only among this test's processes: another TensorFlow job on
+    # the machine would otherwise be a CPU-fallback alert of theirs
+    ours = ["--pids", str(holder.pid), str(idle.pid)]
     writer = LogWriter(log)
     writer.start()
     try:
         alpha_url = start_exporter(
             fakenvml_lib_dir,
             alpha,
-            ["--hostname", "alpha", "--interval", "0.5", "--log", str(log)],
+            ["--hostname", "alpha", "--interval", "0.5", "--log", str(log), *ours],
             children,
             env,
         )
         beta_url = start_exporter(
-            fakenvml_lib_dir, beta, ["--hostname", "beta", "--interval", "0.5"], children, env
+            fakenvml_lib_dir, beta, ["--hostname", "beta", "--interval", "0.5", *ours], children, env
         )
         url = start_prometheus(tmp, [_target(alpha_url), _target(beta_url)], children)
         wait_scrapes(url, 3)
@@ -263,7 +267,7 @@ async def test_fleet_view_on_prometheus_shows_both_hosts(fleet: Fleet) -> None:
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HostDetailScreen))
         screen = app.screen
-        assert sorted(screen._cards) == [0, 1]
+        assert sorted(card.index for card in screen.query(GpuCard)) == [0, 1]
         processes = screen.query_one(ProcessTable).rows_shown
         assert [(r.process.pid, r.process.gpu_memory_mib) for r in processes] == [(fleet.holder, 20480)]
         await pilot.press("k")  # the Monitor's kill key does nothing here: no signals across machines

@@ -129,6 +129,17 @@ def test_psutil_facts_keep_an_odd_argv_and_name_kernel_threads() -> None:
     assert kthreadd.cmdline == [] and kthreadd.name
 
 
+def test_psutil_facts_given_pids_list_only_those_while_they_run() -> None:
+    child = start([sys.executable, "-c", SLEEPER])
+    facts = PsutilFacts([child.pid, 4_194_301])
+    try:
+        assert facts.pids() == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+    assert facts.pids() == []  # reaped: gone from the host's list, so from this one
+
+
 def test_psutil_facts_forget_a_process_that_has_gone() -> None:
     child = start([sys.executable, "-c", SLEEPER])
     facts = PsutilFacts()

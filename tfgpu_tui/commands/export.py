@@ -68,6 +68,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f'processes exported per GPU; the rest are summed as pid="other" (default {DEFAULT_TOP})',
     )
     parser.add_argument(
+        "--pids",
+        metavar="PID",
+        type=int,
+        nargs="+",
+        action="extend",
+        help="look for TensorFlow on the CPU only among these processes (default: every process of this "
+        "host); the GPU processes are the ones NVML lists",
+    )
+    parser.add_argument(
         "--demo", action="store_true", default=argparse.SUPPRESS, help="export the simulated GPUs (SIMULATED)"
     )
     add_demo_gpus_option(parser, after_command=True)
@@ -87,6 +96,8 @@ def check_arguments(args: argparse.Namespace) -> str | None:
 
     if not 0 <= args.port <= 65535:
         return f"--port must be between 0 and 65535 (got {args.port})"
+    if any(pid <= 0 for pid in args.pids or ()):
+        return f"--pids takes process ids, which are positive (got {min(args.pids)})"
     if not 1 <= args.top_processes <= 1000:
         return f"--top-processes must be between 1 and 1000 (got {args.top_processes})"
     if not args.public and not is_loopback(args.host):
@@ -114,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tfgpu-tui export: --web-config: {error}", file=sys.stderr)
         return EXIT_USAGE
     settings = settings_from_args(args)
-    exporter = Exporter(settings, logs=args.logs, hostname=args.hostname, top_processes=args.top_processes)
+    exporter = Exporter(
+        settings, logs=args.logs, hostname=args.hostname, top_processes=args.top_processes, pids=args.pids
+    )
     try:
         server = MetricsServer((args.host, args.port), exporter, web)
     except (OSError, WebConfigError) as error:

@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,14 +70,20 @@ class Exporter:
         logs: list[Path] | None = None,
         hostname: str | None = None,
         top_processes: int = DEFAULT_TOP,
+        pids: Collection[int] | None = None,
     ) -> None:
+        """`pids`: the local processes looked at for TensorFlow on the CPU (every one of the host by default;
+        the GPU processes are those NVML lists). Ignored with a `sampler` or in the demo."""
         if sampler is None:
-            source = None
+            source, host = None, None
             if not settings.demo:
+                from tfgpu_tui.gpu.host_facts import PsutilFacts
                 from tfgpu_tui.gpu.nvml import NvmlSource
+                from tfgpu_tui.gpu.processes import HostInspector
 
                 source = NvmlSource(extended=True)
-            sampler = Sampler(settings, source)
+                host = None if pids is None else HostInspector(facts=PsutilFacts(pids))
+            sampler = Sampler(settings, source, host)
         self.settings = settings
         self.sampler = sampler
         self.hostname = hostname or socket.gethostname()

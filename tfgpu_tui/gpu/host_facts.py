@@ -7,6 +7,7 @@ so the inspector's logic runs without ``/proc``.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -93,9 +94,11 @@ def read_environ(pid: int) -> bytes | None:
 
 
 class PsutilFacts:
-    """The real host, through psutil."""
+    """The real host, through psutil. `pids` limits `pids()` to those processes (while they run); every
+    process of the host by default."""
 
-    def __init__(self) -> None:
+    def __init__(self, pids: Collection[int] | None = None) -> None:
+        self._only = None if pids is None else frozenset(pids)
         self._users: dict[int, str | None] = {}
         self._processes: dict[int, psutil.Process] = {}  # kept between refreshes
 
@@ -104,7 +107,7 @@ class PsutilFacts:
         alive = set(pids)
         for gone in [pid for pid in self._processes if pid not in alive]:
             del self._processes[gone]
-        return pids
+        return pids if self._only is None else [pid for pid in pids if pid in self._only]
 
     def stat(self, pid: int) -> ProcessStat | None:
         # The Process is kept between refreshes (its create time is read once); ppid() asks psutil to check
