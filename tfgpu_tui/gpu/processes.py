@@ -41,7 +41,7 @@ GPU_TF_RECHECK_SECONDS = 10.0  # a GPU process has usually loaded its framework 
 CPU_SCAN_SECONDS = 1.5  # a CPU fallback is to be flagged within 5 s
 OTHER_RECHECK_SECONDS = 30.0  # a process that is not Python: its comm changes only on exec
 # inside a container, every local process's NVIDIA files are read again when what NVML lists changes, at most
-# this often (one read of 300 processes with 50 descriptors each: 43 ms here); new ones at every sample
+# this often (what one such read costs: docs/containers.md); new ones at every sample
 FULL_RESCAN_SECONDS = 5.0
 HIDDEN_GPUS = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 MIN_CPU_WINDOW_SECONDS = 0.2  # a PID on several GPUs is read more than once per refresh

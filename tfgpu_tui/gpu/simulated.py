@@ -361,8 +361,8 @@ class SimulatedSource:
         if sim.row.gpu_index is None:
             cpu = 2 * _wave(now, 95.0, 4.0, 4.0, sim.phase)
         # Filled in place of ProcessRow(**fields): the frozen dataclass's __init__ sets each of its fields
-        # through object.__setattr__, which for the benchmark's 512 rows a second cost more than all of the
-        # sampler's own work. Only the simulation does this; the real host builds its rows normally.
+        # through object.__setattr__, the larger cost in the benchmark's scene (docs/performance.md). Only the
+        # simulation does this; the real host builds its rows normally.
         row = object.__new__(ProcessRow)
         row.__dict__.update(
             sim.static,

@@ -232,8 +232,8 @@ class TfgpuApp(App[None]):
 
     def _hung_up(self) -> None:
         """The terminal is gone, so there is nothing to restore on it: remove what `q` would have removed,
-        then end as a hang-up does. A graceful exit after a hang-up was seen to block for good in Textual's
-        output thread (its stop() waiting on a full queue), leaving a process behind."""
+        then end as a hang-up does. A graceful exit after a hang-up can block for good in Textual's output
+        thread (its stop() waiting on a full queue), leaving a process behind."""
         for tab in self.query(DashboardTab):
             tab.release_files()
         signal.signal(signal.SIGHUP, signal.SIG_DFL)

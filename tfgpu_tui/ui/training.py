@@ -44,7 +44,7 @@ from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 POLL_SECONDS = 0.25
 POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
 PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
-BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB chunks: about 30 ms of scanning between polls
+BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB history chunks scanned between polls (time: docs/training-logs.md)
 
 
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
