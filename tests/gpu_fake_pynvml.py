@@ -30,11 +30,11 @@ CODES = {
 class NVMLError(Exception):
     """Like pynvml.NVMLError: ``NVMLError(value)`` returns the matching subclass."""
 
-    _by_value: dict[int, type[NVMLError]] = {}
+    by_value: dict[int, type[NVMLError]] = {}
 
     def __new__(cls, value: int):
         if cls is NVMLError:
-            cls = NVMLError._by_value.get(value, NVMLError)
+            cls = NVMLError.by_value.get(value, NVMLError)
         error = Exception.__new__(cls)
         error.value = value
         return error
@@ -48,7 +48,7 @@ class NVMLError(Exception):
 
 for _name, _code in CODES.items():
     _cls = type(f"NVMLError_{_name}", (NVMLError,), {})
-    NVMLError._by_value[_code] = _cls
+    NVMLError.by_value[_code] = _cls
     globals()[f"NVMLError_{_name}"] = _cls
 
 
@@ -87,7 +87,7 @@ class FakePynvml:
         self.per_gpu: Counter[int] = Counter()
         self.missing: set[str] = set()  # functions the "driver" lacks: FunctionNotFound
         for name, code in CODES.items():
-            setattr(self, f"NVMLError_{name}", NVMLError._by_value[code])
+            setattr(self, f"NVMLError_{name}", NVMLError.by_value[code])
 
     def _gpu(self, handle: int, query: str) -> FakeGpu:
         self.calls[query] += 1
