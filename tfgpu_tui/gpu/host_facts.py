@@ -7,13 +7,16 @@ so the inspector's logic runs without ``/proc``.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
 import psutil
 
 PROC = "/proc"
+# How often a process kept between refreshes is checked to be the same process (its PID not reused); the
+# check also reads its parent. A zombie's parent (the one to end) is read at every refresh.
+IDENTITY_CHECK_SECONDS = 5.0
 TF_MARKERS = (b"libtensorflow", b"_pywrap_tensorflow")
 
 
@@ -25,7 +28,10 @@ class ProcessStat:
     create_time: float  # seconds since the epoch; with the PID, the process's identity
     cpu_seconds: float  # user + system
     rss_mib: float
-    parent_pid: int
+    parent_pid: int  # as of the last identity check (PsutilFacts: at most IDENTITY_CHECK_SECONDS old)
+    # the size of its address space: loading a library (TensorFlow's) changes it, so an unchanged size means
+    # its maps need no new look; None: not known (then they are read again)
+    virtual_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,14 +99,26 @@ def read_environ(pid: int) -> bytes | None:
         return None
 
 
+@dataclass
+class _Kept:
+    """A psutil Process kept between refreshes, with its parent and when its identity was last checked."""
+
+    process: psutil.Process
+    parent_pid: int
+    checked: float  # the clock's time
+
+
 class PsutilFacts:
     """The real host, through psutil. `pids` limits `pids()` to those processes (while they run); every
     process of the host by default."""
 
-    def __init__(self, pids: Collection[int] | None = None) -> None:
+    def __init__(
+        self, pids: Collection[int] | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._only = None if pids is None else frozenset(pids)
+        self._clock = clock
         self._users: dict[int, str | None] = {}
-        self._processes: dict[int, psutil.Process] = {}  # kept between refreshes
+        self._processes: dict[int, _Kept] = {}  # kept between refreshes
 
     def pids(self) -> list[int]:
         pids = psutil.pids()
@@ -110,22 +128,31 @@ class PsutilFacts:
         return pids if self._only is None else [pid for pid in pids if pid in self._only]
 
     def stat(self, pid: int) -> ProcessStat | None:
-        # The Process is kept between refreshes (its create time is read once); ppid() asks psutil to check
-        # that the PID still names that process, and raises NoSuchProcess when it is another's now.
+        # The Process is kept between refreshes, so that a refresh reads two files (stat, under oneshot(), and
+        # statm). Its identity is checked every IDENTITY_CHECK_SECONDS, not at every refresh: ppid() makes
+        # psutil compare the PID's process with this one (a second Process) and raise NoSuchProcess when the
+        # PID is another's now; a process that has gone raises it at its next read.
         for cached in (True, False):
-            process = self._processes.get(pid) if cached else None
+            kept = self._processes.get(pid) if cached else None
             try:
-                if process is None:
-                    process = self._processes[pid] = psutil.Process(pid)
+                now = self._clock()
+                if kept is None:
+                    process = psutil.Process(pid)
+                    kept = self._processes[pid] = _Kept(process, process.ppid(), now)
+                process = kept.process
                 with process.oneshot():
-                    parent = process.ppid()
+                    zombie = process.status() == psutil.STATUS_ZOMBIE
+                    if zombie or now - kept.checked >= IDENTITY_CHECK_SECONDS:
+                        kept.parent_pid, kept.checked = process.ppid(), now
                     times = process.cpu_times()
+                    memory = process.memory_info()
                     return ProcessStat(
-                        process.status() == psutil.STATUS_ZOMBIE,
+                        zombie,
                         process.create_time(),
                         times.user + times.system,
-                        process.memory_info().rss / 2**20,
-                        parent,
+                        memory.rss / 2**20,
+                        kept.parent_pid,
+                        memory.vms,
                     )
             except psutil.NoSuchProcess:
                 self._processes.pop(pid, None)  # gone, or its PID reused: asked afresh once
@@ -161,8 +188,10 @@ class PsutilFacts:
         return self._users[uid]
 
     def name(self, pid: int) -> str | None:
+        # whatever runs under the PID now: a kept Process reads its name as a new one would (one read)
+        kept = self._processes.get(pid)
         try:
-            return psutil.Process(pid).name()
+            return (kept.process if kept is not None else psutil.Process(pid)).name()
         except (psutil.Error, OSError):
             return None
 

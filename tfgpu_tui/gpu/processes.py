@@ -112,12 +112,30 @@ class _Known:
     tensorflow: bool | None = None
     tf_checked: float = 0.0
     tf_recheck: float = GPU_TF_RECHECK_SECONDS  # a GPU process that is not Python: OTHER_RECHECK_SECONDS
+    tf_checked_size: int | None = None  # its address space's size when its maps were last read
     last_cpu: float | None = None
     last_time: float | None = None
     cpu_percent: float | None = None
     cmdline: list[str] = field(default_factory=list)
     own_child: bool = False
     gpus_hidden: bool = False
+
+
+@dataclass(frozen=True)
+class _Scanned:
+    """What the scan for TensorFlow on the CPU last learnt of a process."""
+
+    create_time: float  # 0.0 for a process that is not Python (known by its name alone)
+    tensorflow: bool | None  # None: its maps could not be read
+    checked: float
+    recheck: float  # seconds until it is looked at again
+    size: int | None = None  # its address space's size when its maps were read
+
+
+def maps_unchanged(size_then: int | None, stat: ProcessStat) -> bool:
+    """Whether a process's address space has kept the size it had when its maps were read (both known):
+    loading a library maps it, which changes the size, so its maps need no new look for TensorFlow."""
+    return size_then is not None and stat.virtual_bytes == size_then
 
 
 class HostInspector:
@@ -152,8 +170,7 @@ class HostInspector:
         self._cpu_scan: Periodic[list[int] | None] = Periodic(
             self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, None, background, clock
         )
-        # pid -> (create time, TensorFlow loaded, checked at, recheck after)
-        self._scan_known: dict[int, tuple[float, bool | None, float, float]] = {}
+        self._scan_known: dict[int, _Scanned] = {}
 
     @property
     def own_pid_namespace(self) -> bool:
@@ -222,8 +239,9 @@ class HostInspector:
         if known.state is HostState.OK and (
             known.tensorflow is None or not known.tensorflow and now - known.tf_checked >= known.tf_recheck
         ):
-            known.tensorflow = self._facts.tensorflow_loaded(pid)
-            known.tf_checked = now
+            if known.tensorflow is None or not maps_unchanged(known.tf_checked_size, stat):
+                known.tensorflow = self._facts.tensorflow_loaded(pid)
+            known.tf_checked, known.tf_checked_size = now, stat.virtual_bytes
         if known.last_time is None or now - known.last_time >= MIN_CPU_WINDOW_SECONDS:
             if known.last_cpu is not None and known.last_time is not None:
                 cpu = 100.0 * (stat.cpu_seconds - known.last_cpu) / (now - known.last_time)
@@ -339,29 +357,33 @@ class HostInspector:
         """PIDs of Python processes with TensorFlow loaded (all of them, GPU or not), cheaply re-scanned."""
         now = self._clock()
         found: list[int] = []
-        seen: dict[int, tuple[float, bool | None, float, float]] = {}
+        seen: dict[int, _Scanned] = {}
         for pid in self._facts.pids():
             if pid == self._self_pid:
                 continue
             previous = self._scan_known.get(pid)
-            if previous and previous[1] is False and now - previous[2] < previous[3]:
+            if previous and previous.tensorflow is False and now - previous.checked < previous.recheck:
                 seen[pid] = previous  # no TensorFlow, not due for a recheck: its stat is not even read (CPU)
                 continue
-            if previous is None or previous[1] is False:  # new, or due a recheck: its name first (one read)
+            if previous is None or previous.tensorflow is False:  # new, or due a recheck: its name first
                 name = self._facts.name(pid)
                 if name is None:
                     continue
                 if not is_python(name):  # not Python: its name changes only on exec
-                    seen[pid] = (0.0, False, now, OTHER_RECHECK_SECONDS)
+                    seen[pid] = _Scanned(0.0, False, now, OTHER_RECHECK_SECONDS)
                     continue
             stat = self._facts.stat(pid)
             if stat is None or stat.zombie:
                 continue
-            if previous and previous[0] == stat.create_time and previous[1] is not False:
+            same = previous is not None and previous.create_time == stat.create_time
+            if same and previous is not None and previous.tensorflow is not False:
                 seen[pid] = previous  # TensorFlow stays loaded; unreadable stays unreadable
+            elif same and previous is not None and maps_unchanged(previous.size, stat):
+                seen[pid] = _Scanned(stat.create_time, False, now, TF_RECHECK_SECONDS, stat.virtual_bytes)
             else:
-                seen[pid] = (stat.create_time, self._facts.tensorflow_loaded(pid), now, TF_RECHECK_SECONDS)
-            if seen[pid][1]:
+                loaded = self._facts.tensorflow_loaded(pid)
+                seen[pid] = _Scanned(stat.create_time, loaded, now, TF_RECHECK_SECONDS, stat.virtual_bytes)
+            if seen[pid].tensorflow:
                 found.append(pid)
         self._scan_known = seen
         return found
