@@ -1,6 +1,6 @@
 """notify's GPU events on the scripted NVML (fakenvml): a stale kernel of a real Jupyter server holding VRAM,
-GPUs idle with nothing training, then a GPU falling off the bus; each event once, through the same feed and
-alert rules as the Monitor."""
+GPUs idle with nothing training, then a GPU falling off the bus, then a GPU whose memory fills up; each event
+once, through the same feed and alert rules as the Monitor."""
 
 from __future__ import annotations
 
@@ -18,9 +18,19 @@ from tests.waiting import wait_for
 
 TOKEN = "gpu-S3CRET"
 DEVICES = 'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=0\n' * 2
+# GPU 0 full: 120000 MiB + the holder's 18 GiB of 143771 = 96 %
+FULL = 'device name="NVIDIA H200" total_mib=143771 base_used_mib=120000 util=0\n'
+LOST = "error gpu=1 field=all code=GPU_IS_LOST\n"
 
 
-def test_stale_kernel_idle_gpus_then_a_lost_gpu_each_once(
+def step(scenario: Path, text: str) -> None:
+    """A scenario step, written atomically as fakenvml asks (a half-written file may be read for one call)."""
+    temporary = scenario.with_name(scenario.name + ".tmp")
+    temporary.write_text(text)
+    temporary.replace(scenario)
+
+
+def test_stale_kernel_idle_gpus_a_lost_gpu_then_a_full_one_each_once(
     jupyter: dict,  # noqa: F811 - the fixture imported above
     fakenvml_lib_dir: Path,
     tmp_path: Path,
@@ -47,8 +57,10 @@ def test_stale_kernel_idle_gpus_then_a_lost_gpu_each_once(
             )
         try:
             wait_for(lambda: len(receiver.messages) >= 3, timeout=120)
-            scenario.write_text(DEVICES + holder + "error gpu=1 field=all code=GPU_IS_LOST\n")
+            step(scenario, DEVICES + holder + LOST)
             wait_for(lambda: len(receiver.messages) >= 4, timeout=120)
+            step(scenario, FULL + DEVICES[len(DEVICES) // 2 :] + holder + LOST)  # GPU 0 fills up
+            wait_for(lambda: len(receiver.messages) >= 5, timeout=120)
             child.send_signal(signal.SIGTERM)
             assert child.wait(timeout=60) == 0
         finally:
@@ -58,7 +70,8 @@ def test_stale_kernel_idle_gpus_then_a_lost_gpu_each_once(
     events = [json.loads(line) for line in out.read_text().splitlines()]
     first = sorted(e["key"] for e in events[:3])
     assert first == ["gpu_idle:GPU 0", "gpu_idle:GPU 1", f"stale_kernel:PID {jupyter['pid']}"]
-    assert events[3]["key"] == "gpu_lost:GPU 1" and len(events) == 4
+    assert [e["key"] for e in events[3:]] == ["gpu_lost:GPU 1", "memory_full:GPU 0"]
+    assert "96 % full" in events[4]["message"] and events[4]["fix"]
     assert sorted(m["title"] for m in messages) == sorted(e["title"] for e in events)
     stale = next(e for e in events if e["event"] == "stale_kernel")
     assert (
