@@ -3,6 +3,7 @@ per URL, --json events, SIGTERM/SIGHUP end it with one line, and no URL secret i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -172,3 +173,54 @@ def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_ea
     assert "json://localhost failed" in said and "the watch goes on" in said
     assert said.splitlines()[-1].endswith("stopped by SIGTERM; 3 event(s) sent this run"), said
     assert TOKEN not in said + (tmp_path / "state.moved" / "state.json").read_text()
+
+
+SILENT_CHILD = (
+    "import sys, time\n"
+    'print("Epoch 1/5\\n10/10 [==============================] - 1s 100ms/step - loss: 0.5000\\nEpoch 2/5", '
+    "flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: Path) -> None:
+    """A real `nohup python child.py > train.log` mid-epoch: silent past --stall-minutes while alive
+    (stalled, which also shows notify knows the writer), then SIGKILLed, which writes nothing to its log
+    (writer died)."""
+    log = tmp_path / "train.log"
+    (tmp_path / "child.py").write_text(SILENT_CHILD)
+    line = f"nohup {sys.executable} {tmp_path / 'child.py'} > {log} 2>&1 & echo $!"
+    pid = int(subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout)
+    out = tmp_path / "notify.out"
+    try:
+        wait_for(lambda: "Epoch 2/5" in log.read_text(), timeout=60)
+        with receiving(TOKEN) as receiver:
+            args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
+            args += ["--to", receiver.url, "--events", "stalled,writer_died", "--stall-minutes", "0.01"]
+            with out.open("w") as stdout:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
+                    stdout=stdout,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=environment(tmp_path),
+                )
+            try:
+                wait_for(lambda: len(receiver.messages) == 1, timeout=60)
+                os.kill(pid, signal.SIGKILL)
+                wait_for(lambda: len(receiver.messages) == 2, timeout=60)
+                child.send_signal(signal.SIGTERM)
+                _, err = child.communicate(timeout=60)
+            finally:
+                child.kill()
+                child.wait()
+            titles = receiver.titles()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["stalled", "writer_died"], err
+    assert titles == [e["title"] for e in events]
+    assert f"Its writer (PID {pid}) is alive" in events[0]["message"]
+    assert f"The training process (PID {pid})" in events[1]["message"] and "epoch 2/5" in events[1]["message"]
+    assert "dmesg" in events[1]["fix"] and err.splitlines()[-1].endswith("2 event(s) sent this run")
