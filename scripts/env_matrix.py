@@ -7,11 +7,13 @@ Usage:
     python scripts/env_matrix.py --list                       # every case of the full matrix
     python scripts/env_matrix.py --cases cpu-2.21-py3.11,keras3-over-2.15-py3.11
     python scripts/env_matrix.py --all --fix-mode dry-run     # everything; pip fixes by the resolver only
+    python scripts/env_matrix.py --wheels ~/wheels --cases ...  # installs from `pip download`ed wheels only
 
 Not part of the CI run: full TensorFlow wheels are about 600 MB and the CUDA pip packages about 3 GB a case.
 Pythons come from pyenv (``$(pyenv root)/versions/3.X.*``) or PATH. The scripted driver is
 ../shared/fakenvml (built into the work directory); "none" runs without it, so no NVML at all.
-A case's venv is rebuilt on every run, since its fix changes it.
+A case's venv is rebuilt on every run, since its fix changes it. The results page keeps the rows of cases not
+run this time and its hand-written sections (after the generated ones); a case run again replaces its row.
 """
 
 from __future__ import annotations
@@ -182,9 +184,9 @@ def special_cases() -> list[Case]:
             fix_contains={"tensorflow": "--force-reinstall"},
         ),
         Case(
-            "cudnn8-under-2.18-py3.11",
+            "cudnn8-under-2.21-py3.11",
             "3.11",
-            ("tensorflow[and-cuda]==2.18.0",),
+            ("tensorflow[and-cuda]==2.21.0",),
             {"cuda_libraries": "failure"},
             "580",
             then=('"$PY" -m pip install -q --no-deps "nvidia-cudnn-cu12==8.9.7.29"',),
@@ -210,13 +212,26 @@ def special_cases() -> list[Case]:
         ),
         *[
             Case(
-                f"driver-{era}-2.21-py3.12",
-                "3.12",
+                f"driver-{era}-2.21-py3.11",
+                "3.11",
                 ("tensorflow[and-cuda]==2.21.0",),
-                {"driver_cuda": want},
+                want,
                 era,
+                exit_code=exit_code,
+                note=note,
             )
-            for era, want in (("450", "failure"), ("525", "failure"), ("580", "ok"), ("no-gpu", "skipped"))
+            for era, want, exit_code, note in (
+                (
+                    "450",
+                    {"driver_cuda": "failure"},
+                    3,
+                    "below CUDA 12's floor; the TF releases driver 450 runs have no wheel for Python 3.11: "
+                    "the fix says so and names both ways out",
+                ),
+                ("525", {"driver_cuda": "warning"}, 3, "at CUDA 12's minor-version floor (525.60.13)"),
+                ("580", {"driver_cuda": "ok", "cuda_libraries": "ok"}, 3, ""),
+                ("no-gpu", {"driver": "warning", "driver_cuda": "ok", "libcuda": "skipped"}, 1, ""),
+            )
         ],
     ]
 
@@ -320,8 +335,8 @@ def run_check(python: Path, env: dict[str, str]) -> tuple[int, dict[str, dict[st
 
 def runnable(fix: str, python: Path) -> str:
     """The commands of a printed fix, for bash: the `quoted` ones that start with the venv's python or an
-    export/unset where the fix quotes them, else the text from the first such command on, split at " && ",
-    with the trailing comments dropped; "" for prose only."""
+    export/unset where the fix quotes them, else the text from the first such command on, split at " && ", up
+    to the first comment (what follows `   # ` is prose, an alternative included); "" for prose only."""
     starts = (str(python), "export ", "unset ")
     quoted = [part for part in fix.split("`")[1::2] if part.startswith(starts)]
     if quoted:
@@ -329,8 +344,8 @@ def runnable(fix: str, python: Path) -> str:
     positions = [position for position in (fix.find(start) for start in starts) if position >= 0]
     if not positions:
         return ""
-    parts = [part.split("   # ", 1)[0].strip() for part in fix[min(positions) :].split(" && ")]
-    return " && ".join(part for part in parts if part)
+    commands = fix[min(positions) :].split("   # ", 1)[0]
+    return " && ".join(part.strip() for part in commands.split(" && ") if part.strip())
 
 
 def run_fix(command: str, env: dict[str, str], mode: str) -> tuple[bool, dict[str, str], str]:
@@ -434,48 +449,101 @@ def _run_program(
         result.problems.append(f"`log` does not name {case.program_signature}")
 
 
-def markdown(results: list[Result], mode: str, total: int) -> str:
+@dataclass
+class Earlier:
+    """What docs/environment-matrix.md already holds, so a run of a few cases keeps the others' results: the
+    table rows, fixes and notes by case name, and the hand-written sections after them, verbatim."""
+
+    rows: dict[str, str] = field(default_factory=dict)
+    fixes: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    hand_written: str = ""
+
+
+GENERATED_SECTIONS = ("## Fixes as printed", "## Notes")
+
+
+def read_earlier(text: str) -> Earlier:
+    """Parse an earlier results page (written by `markdown`); sections other than the generated ones are kept
+    as they are."""
+    earlier = Earlier()
+    section = ""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line.strip()
+        if section and section not in GENERATED_SECTIONS:
+            kept.append(line)
+        elif line.startswith("| ") and not line.startswith(("| case ", "|---")):
+            earlier.rows[line[2:].split(" | ", 1)[0]] = line
+        elif line.startswith("- `") and "`: " in line:
+            name, _, rest = line[3:].partition("`: ")
+            if section == "## Notes":
+                earlier.notes[name] = line
+            else:
+                earlier.fixes.setdefault(name, []).append(line)
+    earlier.hand_written = "\n".join(kept).strip()
+    return earlier
+
+
+def table_row(result: Result) -> str:
+    """One case's row of the results table."""
+    case = result.case
+    expected = ", ".join(f"{key} {value}" for key, value in case.expect.items())
+    got = result.built or ", ".join(f"{key} {value}" for key, value in result.got.items())
+    after = ", ".join(f"{key} {value}" for key, value in result.after.items())
+    verdict = "not built" if result.built else ("; ".join(result.problems) or "as expected")
+    cells = [
+        case.name,
+        case.python,
+        " ".join(case.install) or "(nothing)",
+        case.driver,
+        expected,
+        got,
+        str(result.exit_code),
+        result.fix_outcome,
+        after,
+        result.program,
+        f"{result.seconds:.1f}",
+        verdict,
+    ]
+    return "| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+
+
+def markdown(results: list[Result], total: int, earlier: Earlier | None = None) -> str:
+    """The results page: this run's cases replace their earlier rows; the other earlier rows stay."""
+    earlier = earlier or Earlier()
+    rows, fixes, notes = dict(earlier.rows), dict(earlier.fixes), dict(earlier.notes)
+    for result in results:
+        name = result.case.name
+        rows[name] = table_row(result)
+        fixes[name] = [f"- `{name}`: `{fix}`" for fix in result.fixes]
+        notes.pop(name, None)
+        if result.case.note:
+            notes[name] = f"- `{name}`: {result.case.note}"
     lines = [
         "# Environment matrix: the diagnosis tried on real installs",
         "",
         "Written by `scripts/env_matrix.py` (see its docstring). Each row is a virtual environment built",
         "with pip, checked with `tfgpu-tui check --json --python <venv python>`; the printed fix then ran",
-        f"in it as printed (fix mode `{mode}` unless the case says dry-run) and the check run again. "
-        f"{len(results)} of the {total} cases of the full matrix ran here.",
+        "in it as printed and the check ran again (or, where the row says so, pip's resolver alone took the "
+        "fix). "
+        f"{len(rows)} of the {total} cases of the full matrix have run (a run replaces its cases' rows and "
+        "keeps the others).",
         "",
         "| case | Python | installed | driver | expected | got | exit | fix run | after the fix | program "
         "| check s | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows.values(),
+        "",
+        "## Fixes as printed",
+        "",
+        *[line for lines in fixes.values() for line in lines],
     ]
-    for result in results:
-        case = result.case
-        expected = ", ".join(f"{key} {value}" for key, value in case.expect.items())
-        got = result.built or ", ".join(f"{key} {value}" for key, value in result.got.items())
-        after = ", ".join(f"{key} {value}" for key, value in result.after.items())
-        verdict = "not built" if result.built else ("; ".join(result.problems) or "as expected")
-        installed = " ".join(case.install) or "(nothing)"
-        cells = [
-            case.name,
-            case.python,
-            installed,
-            case.driver,
-            expected,
-            got,
-            str(result.exit_code),
-            result.fix_outcome,
-            after,
-            result.program,
-            f"{result.seconds:.1f}",
-            verdict,
-        ]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
-    lines += ["", "## Fixes as printed", ""]
-    for result in results:
-        for fix in result.fixes:
-            lines.append(f"- `{result.case.name}`: `{fix}`")
-    notes = [f"- `{result.case.name}`: {result.case.note}" for result in results if result.case.note]
     if notes:
-        lines += ["", "## Notes", "", *notes]
+        lines += ["", "## Notes", "", *notes.values()]
+    if earlier.hand_written:
+        lines += ["", earlier.hand_written]
     return "\n".join(lines) + "\n"
 
 
@@ -488,6 +556,12 @@ def main() -> int:
         "--work", type=Path, default=Path("/tmp/tfgpu-env-matrix"), help="where venvs are built"
     )
     parser.add_argument("--fix-mode", choices=("run", "dry-run"), default="run")
+    parser.add_argument(
+        "--wheels",
+        type=Path,
+        help="install only from this folder of wheels (pip --no-index --find-links), filled once with "
+        "`pip download`, so cases that share wheels download them once",
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args()
     cases = full_matrix()
@@ -504,12 +578,17 @@ def main() -> int:
         )
         return 2
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.wheels is not None:  # pip reads these in every step: the builds and the fixes
+        os.environ["PIP_NO_INDEX"] = "1"
+        links = f"{os.environ.get('PIP_FIND_LINKS', '')} {args.wheels.resolve()}"
+        os.environ["PIP_FIND_LINKS"] = links.strip()
     results = []
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
         results.append(run_case(by_name[name], args.work, args.fix_mode))
         print(f"  {results[-1].problems or 'as expected'} ({results[-1].fix_outcome})", file=sys.stderr)
-    args.output.write_text(markdown(results, args.fix_mode, len(cases)))
+    earlier = read_earlier(args.output.read_text()) if args.output.exists() else Earlier()
+    args.output.write_text(markdown(results, len(cases), earlier))
     return 1 if any(result.problems or result.built for result in results) else 0
 
 

@@ -49,3 +49,32 @@ def test_the_runnable_part_of_a_printed_fix() -> None:
     assert (
         runnable("Upgrade the driver, or use TF 2.11: unset LD_LIBRARY_PATH", PY) == "unset LD_LIBRARY_PATH"
     )
+
+
+def test_a_run_of_some_cases_keeps_the_earlier_rows_and_the_hand_written_sections() -> None:
+    matrix = load()
+    cases = {case.name: case for case in matrix.full_matrix()}
+    first = matrix.Result(cases["no-tensorflow-py3.12"], exit_code=3, got={"tensorflow": "failure"})
+    first.fixes = ["pip install tensorflow"]
+    page = matrix.markdown([first], 92) + "\n## Runs\n\nBy hand: a stale cuDNN.\n"
+    second = matrix.Result(cases["cpu-only-2.21-py3.11"], exit_code=3, got={"cpu_only_build": "warning"})
+    second.problems = ["exit 1, expected 3"]
+    merged = matrix.markdown([second], 92, matrix.read_earlier(page))
+    assert "2 of the 92 cases" in merged
+    assert "| no-tensorflow-py3.12 | 3.12 |" in merged and "| cpu-only-2.21-py3.11 | 3.11 |" in merged
+    assert "- `no-tensorflow-py3.12`: `pip install tensorflow`" in merged
+    assert "- `cpu-only-2.21-py3.11`: no NVML here" in merged  # its note
+    assert merged.rstrip().endswith("## Runs\n\nBy hand: a stale cuDNN.")
+    rerun = matrix.Result(cases["cpu-only-2.21-py3.11"], exit_code=3, got={"cpu_only_build": "warning"})
+    again = matrix.markdown([rerun], 92, matrix.read_earlier(merged))
+    assert again.count("| cpu-only-2.21-py3.11 |") == 1 and "expected 3" not in again
+    assert again.count("## Runs") == 1
+
+
+def test_a_comment_ends_the_runnable_part_so_an_alternative_after_it_is_not_run() -> None:
+    runnable = load().runnable
+    fix = (
+        f"{PY} -m pip install 'tensorflow[and-cuda]==2.21.0'   # TF 2.13.1 predates tensorflow[and-cuda]; "
+        f"or keep it: {PY} -m pip install 'nvidia-cublas-cu11==11.11.3.6' && export LD_LIBRARY_PATH=/x"
+    )
+    assert runnable(fix, PY) == f"{PY} -m pip install 'tensorflow[and-cuda]==2.21.0'"
