@@ -165,8 +165,8 @@ class HostInspector:
         self._rescan_due, self._rescanned_at = False, -FULL_RESCAN_SECONDS
         self._minors: dict[int, int | None] = {}  # GPU index -> minor, as of the last reading
         self._self_pid = os.getpid()
-        # the first scan runs inline (the first frame lists TensorFlow on the CPU), then per `background`
-        self._cpu_first: list[int] | None = None
+        # per `background`: in the app the first scan runs beside the first snapshot, which the first frame
+        # waits for, so TensorFlow on the CPU is listed from the next snapshot on
         self._cpu_scan: Periodic[list[int] | None] = Periodic(
             self._scan_cpu_tensorflow, CPU_SCAN_SECONDS, None, background, clock
         )
@@ -389,12 +389,8 @@ class HostInspector:
         return found
 
     def _cpu_pids(self) -> list[int]:
-        """The latest scan's TensorFlow PIDs; the very first scan is made inline."""
-        if self._cpu_first is None:
-            self._cpu_first = self._scan_cpu_tensorflow()
-            return self._cpu_first
-        latest = self._cpu_scan.get()
-        return self._cpu_first if latest is None else latest
+        """The latest scan's TensorFlow PIDs (none before the first scan has ended)."""
+        return self._cpu_scan.get() or []
 
     def cpu_tensorflow(self, exclude: set[int]) -> list[ProcessRow]:
         """TensorFlow processes holding no GPU memory (not in ``exclude``), from the last background scan. In
