@@ -88,6 +88,17 @@ def test_the_url_from_the_environment_works_and_help_shows_no_url(tmp_path: Path
     assert "--to-file" in helped.stdout and TOKEN not in helped.stdout + result.stdout + result.stderr
 
 
+def test_the_url_from_the_settings_file_works_and_is_never_printed(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    with receiving(TOKEN) as receiver:
+        config.write_text(f'notify_urls = ["{receiver.url}"]\n')
+        env = dict(environment(tmp_path), TFGPU_TUI_CONFIG=str(config))
+        result = notify(tmp_path, "--test", "--hostname", "box", env=env)
+        assert result.returncode == 0 and receiver.titles() == ["tfgpu-tui notify test from box"]
+    assert result.stdout == "json://127.0.0.1: delivered\n"
+    assert TOKEN not in result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_json_events_once_and_a_signal_ends_it_with_one_line(tmp_path: Path, signum: signal.Signals) -> None:
     log = tmp_path / "train.log"
