@@ -88,7 +88,9 @@ async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
         env = app.query_one(EnvironmentTab)
         await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=30)
         env_status = str(app.query_one("#env-status", Static).render())
-        assert "SIMULATED" in env_status and DEMO_MACHINE.python in env_status
+        from tfgpu_tui.ui.interpreter import home_short
+
+        assert "SIMULATED" in env_status and home_short(DEMO_MACHINE.python) in env_status
         driver = next(f for f in env.report.findings if f.id == "driver")
         assert DEMO_MACHINE.gpu_name in driver.detail and DEMO_MACHINE.driver_version in driver.detail
         # Once the app's feed samples, every tab reads its simulation (a process ended there is gone in all).

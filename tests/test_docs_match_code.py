@@ -127,7 +127,7 @@ def test_help_tells_the_true_defaults(command: str) -> None:
     """`--help` said --python defaults to "the one running tfgpu-tui" (the Environment tab picks a running
     job's, then $VIRTUAL_ENV's...) and gave --log no default."""
     text = " ".join(_help(command).split())
-    assert "the one a running TensorFlow job uses, else $VIRTUAL_ENV's or $CONDA_PREFIX's" in text
+    assert "your own running TensorFlow job's, else the activated $VIRTUAL_ENV's or $CONDA_PREFIX's" in text
     assert "training log to follow (default: train.log in the current directory" in text
 
 

@@ -58,23 +58,28 @@ def test_a_failed_check_and_a_bad_command_line_exit_differently(
     assert (failed, usage.value.code, unwritable) == (3, 2, 2)
 
 
-def test_without_python_it_checks_what_the_environment_tab_checks(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_check_and_probe_choose_the_activated_venv_as_the_dashboard_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    """The help said "default: the one running tfgpu-tui"; the Environment tab follows env/targets.py."""
+    """The help said "default: the one running tfgpu-tui"; then a TensorFlow job's interpreter was checked
+    by the tab while `check` and `probe` said TensorFlow was missing. All choose with env/targets.py and
+    say what they chose in one line: here the activated venv, without TensorFlow."""
+    import venv
+
     from tfgpu_tui.env import targets
 
-    monkeypatch.setattr(
-        targets,
-        "find_candidates",
-        lambda own: [targets.Candidate("/nonexistent/venv/python", "$VIRTUAL_ENV", "2.21.0")],
-    )
-    monkeypatch.setattr(targets, "with_versions", lambda candidates: candidates)
-    code = main(["check", "--timeout", "5"])
-    captured = capsys.readouterr()
+    venv.create(tmp_path / "venv", with_pip=False)
+    python = str(tmp_path / "venv" / "bin" / "python3")
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "venv"))
+    monkeypatch.setattr(targets, "tensorflow_processes", list)  # no job of the machine's
+    code = main(["check", "--timeout", "60"])
+    first = capsys.readouterr().err.splitlines()[0]
     assert code == 3
-    first = captured.err.splitlines()[0]
-    assert first == "tfgpu-tui check: checking /nonexistent/venv/python ($VIRTUAL_ENV: TensorFlow 2.21.0)"
+    assert first == f"tfgpu-tui check: checking {python} (the activated venv ($VIRTUAL_ENV))"
+    assert main(["probe", "--device", "CPU", "--budget-mb", "100"]) == 2
+    refusal = capsys.readouterr().err
+    assert refusal.count("\n") == 1 and f"TensorFlow is not installed in {python} " in refusal
+    assert "the activated venv ($VIRTUAL_ENV)" in refusal
 
 
 @pytest.fixture(scope="module")

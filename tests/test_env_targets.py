@@ -14,6 +14,7 @@ from waiting import wait_until
 
 from tfgpu_tui.env.targets import (
     Candidate,
+    Job,
     ask_version,
     choose,
     find_candidates,
@@ -37,20 +38,22 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def test_a_venv_without_tensorflow_loses_to_one_with_it(
-    bare_venv: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_activated_venv_is_chosen_with_or_without_tensorflow(bare_venv: Path) -> None:
+    """A new user in an activated venv without TensorFlow: the tab, `check` and the probe all check that
+    venv (and say TensorFlow is missing), not another interpreter that happens to have TensorFlow."""
     environ = {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"}
     candidates = find_candidates(sys.executable, environ, tf_processes=list)  # whatever else runs here
-    assert [c.source for c in candidates][-2:] == ["$VIRTUAL_ENV", "this dashboard's own interpreter"]
-    asked = with_versions(candidates)
-    venv = next(c for c in asked if c.source == "$VIRTUAL_ENV")
-    assert venv.python.startswith(str(bare_venv)) and venv.tf_version is None and not venv.error
-    target = choose(asked)
-    assert target.python == sys.executable and "own interpreter: TensorFlow 2." in target.why
-    # nobody has TensorFlow: the first working candidate, and the reason says so
-    none = choose([venv, Candidate("/nonexistent/python", "python3 on PATH", error="could not be run")])
-    assert none.python == venv.python and "no candidate has TensorFlow" in none.why
+    assert [c.source for c in candidates][-2:] == [
+        "the activated venv ($VIRTUAL_ENV)",
+        "tfgpu-tui's own interpreter",
+    ]
+    target = resolve_target(None, sys.executable, environ, tf_processes=list)
+    assert target.python.startswith(str(bare_venv)) and target.reason == "activated venv"
+    venv = next(c for c in with_versions(candidates) if c.kind == "venv")
+    assert venv.tf_version is None and not venv.error  # really without TensorFlow
+    # nothing activated: the dashboard's own, the only candidate left
+    alone = resolve_target(None, sys.executable, {"PATH": "/nonexistent"}, tf_processes=list)
+    assert alone.python == sys.executable and alone.reason == "tfgpu-tui's own"
 
 
 def test_an_explicit_python_is_kept_and_a_broken_one_says_why() -> None:
@@ -72,18 +75,20 @@ def test_the_interpreter_of_a_running_tensorflow_process_comes_first(bare_venv: 
     try:
         assert running.stdout is not None and running.stdout.readline().strip() == "ready"
         assert ours.stdout is not None and ours.stdout.readline().strip() == "ready"
-        started = (running.pid, ours.pid)  # the real /proc scan, kept to this test's own processes
+        started = (running.pid, ours.pid)
 
-        def tf_processes() -> list[tuple[int, str]]:
-            return [found for found in tensorflow_processes() if found[0] in started]
+        def tf_processes() -> list[Job]:
+            return tensorflow_processes(pids=started)  # the real /proc scan, of this test's processes only
 
         environ = {"VIRTUAL_ENV": str(bare_venv), "PATH": "/nonexistent"}
         candidates = find_candidates(sys.executable, environ, tf_processes)
         first = candidates[0]
-        assert first.source.startswith(f"running TensorFlow process PID {running.pid}")
+        assert first.source.startswith(f"your TensorFlow job PID {running.pid}")
         assert Path(first.python).parent == OWN_PREFIX / "bin"  # its environment, from the maps
         assert not any(f"PID {ours.pid}" in c.source for c in candidates)  # a tfgpu-tui child is not a target
-        assert choose(with_versions(candidates)).python == first.python  # what resolve_target does
+        target = choose(with_versions(candidates))  # what resolve_target does
+        assert (target.python, target.pid) == (first.python, running.pid)  # before the activated venv
+        assert tensorflow_processes(uid=os.getuid() + 12345, pids=started) == []  # not another user's job
     finally:
         for process in (running, ours):
             process.kill()
@@ -97,9 +102,11 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
     from tfgpu_tui.settings import Settings
     from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.environment import EnvironmentTab
+    from tfgpu_tui.ui.interpreter import SharedInterpreter
     from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
     monkeypatch.setenv("VIRTUAL_ENV", str(bare_venv))
+    monkeypatch.setattr(SharedInterpreter, "find_jobs", staticmethod(list))  # no job of the machine's
     facts, inspection = (
         demo_recording()
     )  # a recorded environment: this test is about which interpreter is asked
@@ -112,22 +119,24 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
     async with app.run_test(size=(120, 30)) as pilot:
         tab = app.query_one(EnvironmentTab)
         await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
-        assert checked and "TensorFlow 2." in str(app.query_one("#env-status").render())
+        assert checked[-1].startswith(str(bare_venv))  # the activated venv, without TensorFlow
+        assert "the activated venv" in str(app.query_one("#env-status").render())
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
         picker = app.screen
         options = picker.query_one("OptionList")
         await wait_until(pilot, lambda: options.has_focus and options.highlighted is not None)
-        venv = next(i for i, c in enumerate(picker.candidates) if c.source == "$VIRTUAL_ENV")
+        venv = next(i for i, c in enumerate(picker.candidates) if c.kind == "venv")
         assert picker.candidates[venv].tf_version is None
+        own = next(i for i, c in enumerate(picker.candidates) if c.kind in ("path", "own"))  # one env
         for _ in range(len(picker.candidates)):  # moved by keys, checked on the list itself (not counted)
-            if options.highlighted == venv:
+            if options.highlighted == own:
                 break
-            await pilot.press("down" if options.highlighted < venv else "up")
-        assert options.highlighted == venv
+            await pilot.press("down" if options.highlighted < own else "up")
+        assert options.highlighted == own
         await pilot.press("enter")
-        await wait_until(pilot, lambda: checked[-1].startswith(str(bare_venv)), timeout=30)
-        assert "picked with p" in str(app.query_one("#env-status").render())
+        await wait_until(pilot, lambda: checked[-1] == picker.candidates[own].python, timeout=30)
+        assert "chosen with p" in str(app.query_one("#env-status").render())
 
 
 def fake_python(path: Path) -> Path:
@@ -166,7 +175,7 @@ def test_the_picker_finds_conda_environments_venvs_and_pyenv_versions(tmp_path: 
     for python, source in expected.items():
         assert found.get(python) == source, python
     assert not any("same-tf" in c.python or "no-python" in c.python for c in candidates)  # once; none
-    assert candidates[0].source == "this dashboard's own interpreter"
+    assert candidates[0].source == "tfgpu-tui's own interpreter"
     reals = [os.path.realpath(c.python) for c in candidates]
     assert len(reals) == len(set(reals)), "each interpreter once"
 
@@ -222,6 +231,7 @@ async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
     from tfgpu_tui.settings import Settings
     from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.environment import EnvironmentTab
+    from tfgpu_tui.ui.interpreter import SharedInterpreter
     from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
     facts, inspection = demo_recording()
@@ -231,8 +241,9 @@ async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
     )
     monkeypatch.setattr(EnvironmentTab, "inspect", staticmethod(lambda python, timeout: inspection))
     monkeypatch.setattr(
-        EnvironmentTab, "find_interpreters", staticmethod(lambda: [Candidate(sys.executable, "x")])
+        SharedInterpreter, "find_interpreters", staticmethod(lambda: [Candidate(sys.executable, "x")])
     )
+    monkeypatch.setattr(SharedInterpreter, "find_jobs", staticmethod(list))  # no job of the machine's
     app = TfgpuApp(Settings(python=sys.executable), initial_tab="environment")
     async with app.run_test(size=(120, 30)) as pilot:
         tab = app.query_one(EnvironmentTab)

@@ -23,8 +23,12 @@ FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
 
 @pytest.fixture(autouse=True)
 def fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfgpu_tui.ui.interpreter import SharedInterpreter
+
     monkeypatch.setattr(runner, "WORKER_SCRIPT", FAKE_WORKER)
     monkeypatch.setenv("FAKE_PROBE_MODE", "linear")
+    # the trials' interpreter is chosen as the dashboard chooses it; no TensorFlow job of the machine's
+    monkeypatch.setattr(SharedInterpreter, "find_jobs", staticmethod(list))
 
 
 def text_of(app: TfgpuApp, selector: str) -> str:

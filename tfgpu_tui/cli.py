@@ -20,13 +20,13 @@ from tfgpu_tui.settings import INTERVAL, Range, Settings
 
 # Option help said once, for every parser that takes the option (README's Commands table says the same).
 PYTHON_CHAIN = (
-    "the one a running TensorFlow job uses, else $VIRTUAL_ENV's or $CONDA_PREFIX's, else python3 on PATH, "
-    "else tfgpu-tui's own"
+    "your own running TensorFlow job's, else the activated $VIRTUAL_ENV's or $CONDA_PREFIX's, else the first "
+    "with TensorFlow of python3 on PATH and tfgpu-tui's own"
 )
 PYTHON_OWN = "the one running tfgpu-tui"
 DASHBOARD_PYTHON_HELP = (
-    f"Python whose TensorFlow the Environment tab checks (default: {PYTHON_CHAIN}) and the Batch probe "
-    f"uses (default: {PYTHON_OWN})"
+    f"Python whose TensorFlow the Environment tab checks and the Batch probe uses (default: {PYTHON_CHAIN}; "
+    "the header says which, p picks another)"
 )
 LOG_HELP = "training log to follow (default: train.log in the current directory, or the settings file's)"
 CHECKPOINTS_HELP = (

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.cli import add_python_option, finite_number, number_in, settings_from_args
+from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.env.targets import resolve_target
+from tfgpu_tui.env.targets import Target, resolve_target
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
@@ -85,15 +85,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"stop a trial that runs longer than this (default {DEFAULT_TRIAL_TIMEOUT_SECONDS:g})",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_python_option(parser)
+    add_python_option(
+        parser, f"Python interpreter whose TensorFlow runs the trials (default, as `check`: {PYTHON_CHAIN})"
+    )
     parser.set_defaults(func=run)
 
 
-def request_from_args(args: argparse.Namespace) -> ProbeRequest:
-    """The probe request the command line asks for, the default budget filled in, the interpreter chosen as
-    `check` chooses it and asked whether it can run the trials; raises ProbeRequestError."""
+def request_from_args(args: argparse.Namespace, target: Target | None = None) -> ProbeRequest:
+    """The probe request the command line asks for, the default budget filled in, the interpreter (`target`,
+    default chosen as `check` and the dashboard choose it) asked whether it can run the trials; raises
+    ProbeRequestError."""
     settings = settings_from_args(args)
-    target = resolve_target(settings.python)
+    target = target or resolve_target(settings.python)
     problem = interpreter_problem(target.python, target.why)
     if problem is not None:
         raise ProbeRequestError(problem)
@@ -133,15 +136,16 @@ def trial_line(trial: Trial) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the probe; exit 0 when a batch fits, 1 when none does or a trial errors, 2 on bad input."""
+    target = resolve_target(settings_from_args(args).python)
     try:
-        request = request_from_args(args)
+        request = request_from_args(args, target)
     except ProbeRequestError as error:
         print(f"tfgpu-tui probe: {error}", file=sys.stderr)
         return 2
     progress = sys.stderr if args.json else sys.stdout
     print(
         f"Probing {request.model} on {request.device}, budget {request.budget_mb:,.0f} MB "
-        f"({request.budget_source}), {steps_per_trial(request.steps)}, with {request.python}",
+        f"({request.budget_source}), {steps_per_trial(request.steps)}, with {request.python} ({target.why})",
         file=progress,
     )
     print(

@@ -1,10 +1,13 @@
-"""Which Python's TensorFlow to inspect when the user gave no ``--python``.
+"""Which Python's TensorFlow to inspect when the user gave no ``--python``: one rule (`choose`) for the
+Environment tab, the Batch probe, the header, `check` and `probe`.
 
-Candidates, in order: the interpreter of each running TensorFlow process (the environment its TensorFlow was
-loaded from: ``/proc/PID/maps`` names the site-packages, ``/proc/PID/exe`` the binary), ``$VIRTUAL_ENV``,
-``$CONDA_PREFIX``, ``python3`` on PATH, and the dashboard's own. Each is asked for its TensorFlow version in a
-child process (no TensorFlow import: package metadata only). The first candidate that has TensorFlow is the
-target; TensorFlow missing from the dashboard's own interpreter is then no failure.
+Candidates, in order: the interpreter of each of this user's running TensorFlow jobs (the environment its
+TensorFlow was loaded from: ``/proc/PID/maps`` names the site-packages, ``/proc/PID/exe`` the binary), the
+activated environment (``$VIRTUAL_ENV``, ``$CONDA_PREFIX``), ``python3`` on PATH, and the dashboard's own.
+Each is asked for its TensorFlow version in a child process (no TensorFlow import: package metadata only).
+The target is this user's own live TensorFlow job, else the activated environment as it is (TensorFlow or
+not: that is what the user runs), else the first of the rest that has TensorFlow. A job's candidate keeps its
+PID and start time, so that a job that has ended is told (`job_running`) and forgotten.
 
 The `p` picker lists more (`picker_candidates`): conda environments (``~/.conda/environments.txt``,
 ``~/miniconda3``, ``~/anaconda3``... and their ``envs/*``), ``~/.venv*``, ``~/venvs/*``, pyenv's versions and
@@ -22,14 +25,22 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
+
+import psutil
 
 from tfgpu_tui.own_children import argv_is_child, environ_is_child, marked
 
 PROC = "/proc"
 ASK_TIMEOUT_SECONDS = 10.0
 MAX_PROCESSES = 16  # running TensorFlow processes looked at (the first found)
+# Candidate kinds, in the order `choose` prefers them (the rest are listed by the picker only).
+JOB, VENV, CONDA, CONDA_BASE = "job", "venv", "conda", "conda-base"
+ON_PATH, OWN, FOUND = "path", "own", "found"
+ACTIVATED = (VENV, CONDA)  # what an activated environment gives; conda's auto-activated base is not one
+FALLBACK = (CONDA_BASE, ON_PATH, OWN)
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
 OLDEST_PYTHON = (3, 8)  # the oldest Python the checks run in (importlib.metadata; TF 2.13's lowest)
 # Prints the interpreter's version, then its TensorFlow's (or "-"); Python 2.7 syntax too, so that an old
@@ -58,19 +69,41 @@ class Candidate:
     """An interpreter that may run the user's TensorFlow, and why it is on the list."""
 
     python: str
-    source: str  # e.g. "running TensorFlow process PID 4242 (python train.py)", "$VIRTUAL_ENV"
+    source: str  # e.g. "your TensorFlow job PID 4242 (python train.py)", "the activated venv ($VIRTUAL_ENV)"
     tf_version: str | None = None  # None: no TensorFlow there (or it could not be asked: see ``error``)
     error: str = ""
     python_version: str | None = None  # e.g. "3.11.7", once asked
+    kind: str = FOUND  # JOB, VENV, ... : what `choose` goes by
+    reason: str = ""  # `source` in a few words, for the header ("your TF job PID 4242", "activated venv")
+    pid: int | None = None  # a job's
+    started: float | None = None  # a job's start time (psutil's create_time): a PID used again is not it
 
 
 @dataclass(frozen=True)
 class Target:
-    """The interpreter chosen, why, and every candidate found (for the picker)."""
+    """The interpreter chosen, why (`why` in a line, `reason` in a few words), and every candidate found (for
+    the picker); a job's PID and start time, to tell when it has ended."""
 
     python: str
     why: str
-    candidates: tuple[Candidate, ...] = ()
+    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
+    reason: str = ""
+    pid: int | None = None
+    started: float | None = None
+
+    @classmethod
+    def of(cls, candidate: Candidate, why: str, pool: tuple[Candidate, ...]) -> Target:
+        """The target `candidate` makes, said as `why`."""
+        reason = candidate.reason or candidate.source
+        return cls(candidate.python, why, pool, reason, candidate.pid, candidate.started)
+
+
+class Job(NamedTuple):
+    """One of this user's running TensorFlow processes."""
+
+    pid: int
+    command: str  # its first words, e.g. "python train.py"
+    started: float | None = None  # psutil's create_time
 
 
 def _prefix_python(prefix: str) -> str | None:
@@ -108,22 +141,61 @@ def other_pids(own_pid: int | None = None) -> list[int]:
         return []
 
 
-def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
-    """(PID, short command) of Python processes with TensorFlow loaded, tfgpu-tui's own children left out."""
-    from tfgpu_tui.gpu.host_facts import read_environ, tensorflow_loaded
+def _python_process(pid: int, uid: int) -> tuple[list[str], bytes] | None:
+    """The argv and raw environ of `uid`'s Python process `pid`, None when it is another user's, not Python,
+    gone, or one of tfgpu-tui's own children."""
+    from tfgpu_tui.gpu.host_facts import read_environ
 
-    found: list[tuple[int, str]] = []
-    for pid in other_pids(own_pid):
-        try:
-            comm = Path(f"{PROC}/{pid}/comm").read_bytes()
-            cmdline = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
+    try:
+        if os.stat(f"{PROC}/{pid}").st_uid != uid:
+            return None
+        if not Path(f"{PROC}/{pid}/comm").read_bytes().startswith(b"python"):
+            return None
+        argv = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    environ = read_environ(pid) or b""
+    if argv_is_child(argv) or environ_is_child(environ):
+        return None
+    return argv, environ
+
+
+def _short_command(argv: list[str]) -> str:
+    return " ".join(part for part in argv[:3] if part)
+
+
+def process_started(pid: int) -> float | None:
+    """When process `pid` started (psutil's create_time), None when it is gone or a zombie."""
+    try:
+        process = psutil.Process(pid)
+        return None if process.status() == psutil.STATUS_ZOMBIE else process.create_time()
+    except psutil.Error:
+        return None
+
+
+def job_running(pid: int, started: float | None) -> bool:
+    """Whether the job `pid` that started at `started` still runs (a PID used again by another process is
+    not it)."""
+    now = process_started(pid)
+    return now is not None and (started is None or now == started)
+
+
+def tensorflow_processes(
+    own_pid: int | None = None, uid: int | None = None, pids: Iterable[int] | None = None
+) -> list[Job]:
+    """This user's (`uid`) Python processes with TensorFlow loaded, tfgpu-tui's own children left out.
+    `pids` limits the look to those processes (all others of the machine by default)."""
+    from tfgpu_tui.gpu.host_facts import tensorflow_loaded
+
+    uid = os.getuid() if uid is None else uid
+    found: list[Job] = []
+    for pid in other_pids(own_pid) if pids is None else pids:
+        seen = _python_process(pid, uid)
+        if seen is None or not tensorflow_loaded(pid):
             continue
-        if not comm.startswith(b"python") or argv_is_child(cmdline):
-            continue
-        if environ_is_child(read_environ(pid) or b"") or not tensorflow_loaded(pid):
-            continue
-        found.append((pid, " ".join(part for part in cmdline[:3] if part)))
+        started = process_started(pid)
+        if started is not None:
+            found.append(Job(pid, _short_command(seen[0]), started))
         if len(found) >= MAX_PROCESSES:
             break
     return found
@@ -132,25 +204,40 @@ def tensorflow_processes(own_pid: int | None = None) -> list[tuple[int, str]]:
 def find_candidates(
     own_python: str = sys.executable,
     environ: Mapping[str, str] | None = None,
-    tf_processes: Callable[[], list[tuple[int, str]]] | None = None,
+    tf_processes: Callable[[], list[Job]] | None = None,
 ) -> list[Candidate]:
     """Every candidate in the order of preference, each interpreter once (TensorFlow versions not asked);
-    `tf_processes` lists the running TensorFlow processes (default `tensorflow_processes`)."""
+    `tf_processes` lists this user's running TensorFlow jobs (default `tensorflow_processes`)."""
     env = os.environ if environ is None else environ
     listed: list[Candidate] = []
-    for pid, command in (tensorflow_processes if tf_processes is None else tf_processes)():
-        python = process_interpreter(pid)
+    for job in (tensorflow_processes if tf_processes is None else tf_processes)():
+        python = process_interpreter(job.pid)
         if python:
-            listed.append(Candidate(python, f"running TensorFlow process PID {pid} ({command})"))
-    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        python = _prefix_python(env[variable]) if env.get(variable) else None
-        if python:
-            listed.append(Candidate(python, f"${variable}"))
+            why, reason = f"your TensorFlow job PID {job.pid} ({job.command})", f"your TF job PID {job.pid}"
+            listed.append(Candidate(python, why, kind=JOB, reason=reason, pid=job.pid, started=job.started))
+    for kind, python, source, reason in _activated(env):
+        listed.append(Candidate(python, source, kind=kind, reason=reason))
     path_python = shutil.which("python3", path=env.get("PATH"))
     if path_python:
-        listed.append(Candidate(path_python, "python3 on PATH"))
-    listed.append(Candidate(own_python, "this dashboard's own interpreter"))
+        listed.append(Candidate(path_python, "python3 on PATH", kind=ON_PATH))
+    listed.append(Candidate(own_python, "tfgpu-tui's own interpreter", kind=OWN, reason="tfgpu-tui's own"))
     return unique_environments(listed)
+
+
+def _activated(environ: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
+    """(kind, interpreter, source, reason) of the environments the shell activated: ``$VIRTUAL_ENV``, then
+    ``$CONDA_PREFIX`` (its base environment, which conda activates in every shell by default, is no choice
+    of the user's: CONDA_BASE)."""
+    found = []
+    venv = _prefix_python(environ["VIRTUAL_ENV"]) if environ.get("VIRTUAL_ENV") else None
+    if venv:
+        found.append((VENV, venv, "the activated venv ($VIRTUAL_ENV)", "activated venv"))
+    conda = _prefix_python(environ["CONDA_PREFIX"]) if environ.get("CONDA_PREFIX") else None
+    if conda and environ.get("CONDA_DEFAULT_ENV") == "base":
+        found.append((CONDA_BASE, conda, "conda's base environment ($CONDA_PREFIX)", "conda base"))
+    elif conda:
+        found.append((CONDA, conda, "the activated conda environment ($CONDA_PREFIX)", "activated conda env"))
+    return found
 
 
 def unique_environments(candidates: list[Candidate]) -> list[Candidate]:
@@ -168,7 +255,7 @@ def picker_candidates(
     environ: Mapping[str, str] | None = None,
     home: str | None = None,
     running: Callable[[], list[Candidate]] | None = None,
-    tf_processes: Callable[[], list[tuple[int, str]]] | None = None,
+    tf_processes: Callable[[], list[Job]] | None = None,
 ) -> list[Candidate]:
     """What the `p` picker lists: `find_candidates`, then every environment found under the home directory
     and the interpreters of this user's running Python processes (``running``, default `python_processes`),
@@ -221,26 +308,13 @@ def python_processes(
     """The interpreters of this user's running Python processes (tfgpu-tui's own children left out): the
     path it was started as when absolute (a venv's bin/python), else its environment's, else its binary.
     `pids` limits the look to those processes (all others of the machine by default)."""
-    from tfgpu_tui.gpu.host_facts import read_environ
-
     uid = os.getuid() if uid is None else uid
     found: list[Candidate] = []
     for pid in other_pids(own_pid) if pids is None else pids:
-        try:
-            if os.stat(f"{PROC}/{pid}").st_uid != uid:
-                continue
-            if not Path(f"{PROC}/{pid}/comm").read_bytes().startswith(b"python"):
-                continue
-            argv = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        environ = read_environ(pid) or b""
-        if argv_is_child(argv) or environ_is_child(environ):
-            continue
-        python = _started_as(pid, argv, environ)
-        if python:
-            command = " ".join(part for part in argv[:3] if part)
-            found.append(Candidate(python, f"running Python process PID {pid} ({command})"))
+        seen = _python_process(pid, uid)
+        python = _started_as(pid, *seen) if seen is not None else None
+        if seen is not None and python:
+            found.append(Candidate(python, f"running Python process PID {pid} ({_short_command(seen[0])})"))
             if len(found) >= MAX_PROCESSES:
                 break
     return found
@@ -325,18 +399,39 @@ def with_versions(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def choose(candidates: list[Candidate]) -> Target:
-    """The first candidate that has TensorFlow; without any, the first that works, else the last."""
+    """This user's own live TensorFlow job; else the activated environment (with TensorFlow or not); else the
+    first of the rest that has TensorFlow, the first that works, the last."""
     pool = tuple(candidates)
     for candidate in pool:
+        if candidate.kind == JOB and candidate.tf_version and not candidate.error:
+            return Target.of(candidate, candidate.source, pool)
+    for candidate in pool:
+        if candidate.kind in ACTIVATED:
+            return Target.of(candidate, candidate.source, pool)
+    rest = [c for c in pool if c.kind in FALLBACK] or list(pool)
+    for candidate in rest:
         if candidate.tf_version:
-            return Target(candidate.python, f"{candidate.source}: TensorFlow {candidate.tf_version}", pool)
-    working = [c for c in pool if not c.error] or list(pool)
-    first = working[0]
-    return Target(first.python, f"{first.source} (no candidate has TensorFlow)", pool)
+            return Target.of(candidate, candidate.source, pool)
+    first = next((c for c in rest if not c.error), rest[0])
+    return Target.of(first, f"{first.source}; no candidate has TensorFlow", pool)
 
 
-def resolve_target(python: str | None, own_python: str = sys.executable) -> Target:
-    """The target: ``python`` when the user chose one, else the best candidate found on this machine."""
+def resolve_target(
+    python: str | None,
+    own_python: str = sys.executable,
+    environ: Mapping[str, str] | None = None,
+    tf_processes: Callable[[], list[Job]] | None = None,
+) -> Target:
+    """The target: ``python`` when the user chose one, else `choose` among the candidates found now."""
     if python and python != own_python:
-        return Target(python, "--python", ())
-    return choose(with_versions(find_candidates(own_python)))
+        return Target(python, "--python", (), "--python")
+    return choose(with_needed_versions(find_candidates(own_python, environ, tf_processes)))
+
+
+def with_needed_versions(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates, those whose TensorFlow version `choose` may look at asked for it: the jobs, and the
+    rest only when no environment is activated (the activated one is chosen as it is)."""
+    activated = any(c.kind in ACTIVATED for c in candidates)
+    needed = [c.kind == JOB or not activated for c in candidates]
+    asked = iter(with_versions([c for c, need in zip(candidates, needed, strict=True) if need]))
+    return [next(asked) if need else c for c, need in zip(candidates, needed, strict=True)]

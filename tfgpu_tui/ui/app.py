@@ -32,6 +32,7 @@ from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.header import StatusHeader
+from tfgpu_tui.ui.interpreter import SharedInterpreter
 from tfgpu_tui.ui.messages import AlertsChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import with_short_titles
@@ -165,6 +166,7 @@ class TfgpuApp(App[None]):
         self.settings = settings or Settings()
         self.feed = feed or SnapshotFeed(self.settings)
         self.kills = KillRequests(self.feed)
+        self.interpreter = SharedInterpreter(self, self.settings)  # the Python the tabs and the header use
         self.initial_tab = initial_tab
         self._alerts_by_source: dict[str, list[Alert]] = {}
         self._gpu_alerts: list[Alert] | None = None  # the latest snapshot's, to tell a change

@@ -1,4 +1,6 @@
-"""The Batch probe tab: a form, a live table and plot of trials, and the batch size to use."""
+"""The Batch probe tab: a form, a live table and plot of trials, and the batch size to use. Trials run with
+the app's one interpreter (ui/interpreter.py), the one the Environment tab checks and the header names; `p`
+picks another for both tabs."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from tfgpu_tui.probe.simulated import SimulatedGpus, SimulatedTrialRunner, simul
 from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -84,6 +87,7 @@ class BatchProbeTab(DashboardTab):
         Binding("ctrl+r", "start", "Start probe"),
         Binding("escape", "cancel", "Cancel probe"),
         Binding("c", "copy_snippet", "Copy snippet"),
+        Binding("p", "pick_python", "Pick Python"),
     ]
 
     def __init__(self, settings: Settings) -> None:
@@ -109,6 +113,7 @@ class BatchProbeTab(DashboardTab):
             yield Static(id="probe-comparison")
 
     def on_mount(self) -> None:
+        self.shared = interpreter.shared_interpreter(self)
         if self.settings.demo:
             self.simulated = SimulatedGpus(self.simulated_gpus())
             self.query_one("#probe-summary", Static).border_title = "SIMULATED"
@@ -157,8 +162,15 @@ class BatchProbeTab(DashboardTab):
         return f"{precision_name(self.request) if self.request else 'float32'}:{batch_size}"
 
     def form_request(self) -> ProbeRequest:
-        """The request the form describes (see ProbeForm.request)."""
-        return self.query_one(ProbeForm).request(self.settings.python)
+        """The request the form describes (see ProbeForm.request), with the interpreter in use (the worker
+        waits for it when it is still being chosen)."""
+        target = self.shared.target
+        return self.query_one(ProbeForm).request(target.python if target else "")
+
+    def action_pick_python(self) -> None:
+        """List every interpreter found with its TensorFlow version; the one picked runs the trials, and the
+        Environment tab checks it."""
+        self.shared.open_picker()
 
     def action_start(self) -> None:
         """Find the largest batch size that fits in GPU memory, trying sizes in fresh processes."""
@@ -189,7 +201,9 @@ class BatchProbeTab(DashboardTab):
         self.runner = self.new_runner(request)
         self._set_running(True)
         self.query_one(TrialsTable).focus()  # Start is disabled now; the table keeps escape and c working
-        self.show_status(f"Starting {request.model} on {request.device}...")
+        real = request.python and not self.simulated  # simulated trials run no Python
+        with_python = f" with {interpreter.home_short(request.python)}" if real else ""
+        self.show_status(f"Starting {request.model} on {request.device}{with_python}...")
         self.compare_run = self.comparing
         self.run_probe(request, self.runner, self.compare_run)
 
@@ -203,7 +217,10 @@ class BatchProbeTab(DashboardTab):
 
     @work(thread=True, group="probe")
     def run_probe(self, request: ProbeRequest, runner: TrialRunner, compare: bool = False) -> None:
-        """Fill in the default budget, then run every trial (each a child process) and report back."""
+        """Fill in the interpreter (once chosen) and the default budget, then run every trial (each a child
+        process) and report back."""
+        if not request.python:
+            request = runner.request = replace(request, python=self.shared.current().python)
         if not request.budget_mb:
             budget = self.default_budget(request.device)
             if budget.mb is None:

@@ -1,7 +1,9 @@
 """The Environment tab: does TensorFlow really use the GPU, and if not, why.
 
 A worker thread collects the TensorFlow-free facts (shown at once) and then runs the TensorFlow inspection in
-a child process with the target interpreter (a spinner meanwhile); results arrive here as messages.
+a child process with the target interpreter (a spinner meanwhile); results arrive here as messages. The
+target is the app's one interpreter (ui/interpreter.py): `r` chooses it again, and when it changes elsewhere
+(`p` in another tab, a TensorFlow job in use that ended) the check runs again on the new one.
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ from tfgpu_tui.env.check_run import fast_report, full_report
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
-from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
+from tfgpu_tui.env.targets import Target
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
+from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
-from tfgpu_tui.ui.widgets.target_picker import TargetPicker
 
 if TYPE_CHECKING:
     from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -126,8 +128,6 @@ class EnvironmentTab(DashboardTab):
     # The blocking steps, as attributes so tests can substitute them.
     collect = staticmethod(collect_facts)
     inspect = staticmethod(inspect_tensorflow)
-    resolve = staticmethod(resolve_target)  # which interpreter, when --python was not given (env/targets.py)
-    find_interpreters = staticmethod(picker_candidates)  # what p lists
 
     def __init__(self, settings) -> None:  # noqa: ANN001 - Settings, as in DashboardTab
         super().__init__(settings)
@@ -139,7 +139,7 @@ class EnvironmentTab(DashboardTab):
         self._save_dir: Path = Path.cwd()
         self._widths: tuple[int, int] = (0, 0)
         self.target: Target | None = None  # the interpreter checked, and why
-        self._picked: str | None = None  # chosen with p
+        self._choosing = False  # the check's worker is choosing the interpreter (it checks what it gets)
 
     def compose(self) -> ComposeResult:
         yield Static("The environment check starts when this tab is shown.", id="env-status")
@@ -150,6 +150,13 @@ class EnvironmentTab(DashboardTab):
 
     def on_mount(self) -> None:
         self._spinner = self.set_interval(0.1, self._tick, pause=True)  # runs only while a check runs
+        self.shared = interpreter.shared_interpreter(self)
+        self.shared.changed.subscribe(self, self._interpreter_changed)
+
+    def _interpreter_changed(self, target: Target) -> None:
+        """Another interpreter is in use (picked, or a job in use ended): check it, if checked before."""
+        if self.generation and not self._choosing and target != self.target:
+            self.action_rerun(choose=False)
 
     def on_show(self) -> None:
         """The first time the tab is shown, run the check (no TensorFlow child until someone looks)."""
@@ -162,28 +169,33 @@ class EnvironmentTab(DashboardTab):
         self.generation += 1  # tells a running check to stop after its current step
         stop_all()  # quitting must not wait for a TensorFlow import
 
-    def action_rerun(self) -> None:
-        """Run every check again, stopping an inspection still running from before."""
+    def action_rerun(self, choose: bool = True) -> None:
+        """Run every check again, stopping an inspection still running from before; `choose`: choose the
+        interpreter again first (a job that has ended is forgotten, a new one found)."""
         stop_all()
         self.generation += 1
         self.started_at = time.monotonic()
         if self.report is not None:
             self.report.complete = False
-        self._run_check(self.generation, self.simulated_gpus() if self.settings.demo else None)
+        fresh = choose and self.generation > 1  # the first check takes the header's choice
+        self._run_check(self.generation, self.simulated_gpus() if self.settings.demo else None, fresh)
         self._spinner.resume()
         self._show_status()
 
     @work(thread=True, group="env-check", exit_on_error=False)
-    def _run_check(self, generation: int, simulated: SimulatedSource | None = None) -> None:
-        """Collect the facts, then run the TensorFlow inspection; with `simulated` (--demo), the simulated
-        machine's environment instead."""
+    def _run_check(self, generation: int, simulated: SimulatedSource | None, fresh: bool = False) -> None:
+        """Choose the interpreter (`fresh`: again), collect the facts, then run the TensorFlow inspection;
+        with `simulated` (--demo), the simulated machine's environment instead."""
         try:
+            self._choosing = True
+            self.target = self.shared.choose_again() if fresh else self.shared.current()
+            self._choosing = False
             if simulated is not None:
                 from tfgpu_tui.env.simulated import simulated_environment
 
                 facts, inspection = simulated_environment(self.settings.demo_gpus, source=simulated)
             else:
-                python = self._resolve_target().python
+                python = self.target.python
                 facts = self.collect(python)
             self.post_message(EnvReportReady(fast_report(facts), generation))
             if generation != self.generation:
@@ -192,6 +204,7 @@ class EnvironmentTab(DashboardTab):
                 inspection = self.inspect(python, self.settings.env_check_timeout_seconds)
             self.post_message(EnvReportReady(full_report(facts, inspection), generation))
         except Exception as error:  # noqa: BLE001 - a bug must show, not freeze the spinner
+            self._choosing = False
             failed = Finding(
                 "check_error", Status.FAILURE, "Environment check", f"The check itself failed: {error!r}"
             )
@@ -284,54 +297,19 @@ class EnvironmentTab(DashboardTab):
             parts.append((f"({self._python_label()}{another})", "dim"))
         self.query_one("#env-status", Static).update(Content.assemble(*parts))
 
-    # --- the target interpreter (env/targets.py) -------------------------------------------------------
-
-    def _resolve_target(self) -> Target:
-        """The interpreter to check (worker thread): picked with p, else --python, else the best found."""
-        if self._picked:
-            known = self.target.candidates if self.target else ()
-            self.target = Target(self._picked, "picked with p", known)
-        else:
-            self.target = self.resolve(self.settings.python)
-        return self.target
+    # --- the target interpreter (ui/interpreter.py) -----------------------------------------------------
 
     def _python_label(self) -> str:
-        if self.settings.demo:
-            from tfgpu_tui.gpu.simulated import DEMO_MACHINE
-
-            return f"{DEMO_MACHINE.python}, simulated"
         target = self.target
         if target is None:
-            return self.settings.python
-        return f"{target.python} — {target.why}" if target.why != "--python" else target.python
+            return "the Python in use"
+        python = interpreter.home_short(target.python)
+        return f"{python} — {target.why}" if target.why != "--python" else python
 
     def action_pick_python(self) -> None:
-        """List every interpreter found with its TensorFlow version; the one picked is checked at once."""
-        if self.settings.demo:
-            self.notify(
-                "The demo checks the simulated machine's Python; without --demo, p lists this machine's.",
-                severity="warning",
-            )
-            return
-        self.notify("Looking for Python interpreters...", timeout=3)
-        self._find_candidates()
-
-    @work(thread=True, group="env-targets", exclusive=True, exit_on_error=False)
-    def _find_candidates(self) -> None:
-        candidates = with_versions(self.find_interpreters())
-        if self.target is not None and self.target.python not in [c.python for c in candidates]:
-            candidates.append(Candidate(self.target.python, self.target.why))
-        self.app.call_from_thread(self._open_picker, candidates)
-
-    def _open_picker(self, candidates: list[Candidate]) -> None:
-        current = self.target.python if self.target else self.settings.python
-
-        def picked(python: str | None) -> None:
-            if python and python != current:
-                self._picked = python
-                self.action_rerun()
-
-        self.app.push_screen(TargetPicker(candidates, current), picked)
+        """List every interpreter found with its TensorFlow version; the one picked is checked at once, and
+        used by the Batch probe too."""
+        self.shared.open_picker()
 
     def _tick(self) -> None:
         if self.generation and (self.report is None or not self.report.complete):

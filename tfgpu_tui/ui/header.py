@@ -1,7 +1,9 @@
 """The status line at the top: host, GPU count, SIMULATED badge, `notify → ntfy` while this user's notify
-runs, and the most urgent alert.
+runs, the Python in use and why, and the most urgent alert.
 
-The header subscribes to the feed itself for the GPU count; the alerts of every source come from the app.
+The header subscribes to the feed itself for the GPU count, and to the app's SharedInterpreter for the Python
+(at each snapshot it asks whether a TensorFlow job in use has ended, so that it is forgotten); the alerts of
+every source come from the app.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.env.targets import Target
 from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.notify.status import read_status
+from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.widgets.alerts_panel import short_title
 
 NOTIFY_CHECK_SECONDS = 10.0
+ALERT_TITLE_ROOM = 16  # cells the alert's title keeps before the Python's text shortens (the host goes first)
+MIN_PYTHON = 8  # cells under which the Python's text is left out rather than cut
 _SEVERITY_CLASS = {
     Severity.INFO: "status-header--info",
     Severity.WARNING: "status-header--warning",
@@ -38,6 +44,7 @@ class StatusHeader(Static):
     alert: reactive[Alert | None] = reactive(None)
     alert_count: reactive[int] = reactive(0)
     notify_line: reactive[str] = reactive("")  # "notify → ntfy, slack" while this user's notify runs
+    interpreter: reactive[Target | None] = reactive(None)  # the Python the tabs use, and why
 
     def __init__(self, feed: SnapshotFeed | None = None) -> None:
         super().__init__(id="status-header")
@@ -47,6 +54,8 @@ class StatusHeader(Static):
         self._notify_checked = -NOTIFY_CHECK_SECONDS
 
     def on_mount(self) -> None:
+        shared = interpreter.subscribe(self, self._take_interpreter)
+        self.call_after_refresh(shared.start_choosing)  # after the first frame: it asks interpreters
         if self._feed is not None:
             self._subscription = subscribe(self, self._feed)
             if (latest := self._feed.latest) is not None:  # on the first frame already
@@ -58,6 +67,10 @@ class StatusHeader(Static):
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
         self.show_snapshot(message.update.snapshot)
+        interpreter.shared_interpreter(self).forget_ended_job()
+
+    def _take_interpreter(self, target: Target) -> None:
+        self.interpreter = target
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         """Take the GPU count (or why there is none) and whether it is simulated from a snapshot."""
@@ -82,27 +95,47 @@ class StatusHeader(Static):
         if self.notify_line and width >= 100:
             status.append(f"  {self.notify_line}", style="dim")
         status.append("  ")
+        host = f"  {self.host}  "
+        python, alert, whole = self._python_and_alert(width - len("tfgpu-tui") - len(host) - status.cell_len)
+        if not whole:  # the host name gives way first
+            host = "  "
+            python, alert, _ = self._python_and_alert(width - len("tfgpu-tui  ") - status.cell_len)
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append("tfgpu-tui", style="bold")
+        text.append(host)
+        text.append_text(status)
+        text.append(python)
+        text.append_text(alert)
+        return text
+
+    def _python_and_alert(self, room: int) -> tuple[str, Text, bool]:
+        """The Python's text (with its 2 cells of gap) in the longest form that leaves the alert's title
+        ALERT_TITLE_ROOM cells, the alert fitted to the rest (`room`: the cells after the GPU count), and
+        whether both are whole."""
         alert = Text(no_wrap=True, overflow="ellipsis")
         if self.alert is None:
             # beside "no GPU to monitor", "no alerts" would read as if all were well
             if not self.no_gpu_reason:
                 alert.append("no alerts", style=self.get_component_rich_style("status-header--ok"))
+            title = more = ""
         else:
             more = f" (+{self.alert_count - 1})" if self.alert_count > 1 else ""
             title = short_title(self.alert)
-            room = width - len("tfgpu-tui  ") - status.cell_len - len(more) - 2
-            if len(title) > room:
-                room += len(self.host) + 2  # the host name gives way to the alert
-            if len(title) > room:
-                title = title[: max(1, room - 1)] + "…"
-            style = self.get_component_rich_style(_SEVERITY_CLASS[self.alert.severity])
-            alert.append(f" {title}{more} ", style=style)
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append("tfgpu-tui", style="bold")
-        host = f"  {self.host}  "
-        if len("tfgpu-tui") + len(host) + status.cell_len + alert.cell_len > width:
-            host = "  "
-        text.append(host)
-        text.append_text(status)
-        text.append_text(alert)
-        return text
+            alert.append(f" {title}{more} ")
+        python = ""
+        forms = interpreter.interpreter_forms(self.interpreter) if self.interpreter else []
+        keep = alert.cell_len if self.alert is None else min(len(title), ALERT_TITLE_ROOM) + len(more) + 2
+        fitting = [form for form in forms if len(form) + 2 + keep <= room]
+        if fitting:
+            python = fitting[0]
+        elif forms and room - keep - 2 >= MIN_PYTHON:
+            python = "…" + forms[-1][-(room - keep - 3) :]
+        whole = not forms or python == forms[0]
+        python = f"{python}  " if python else ""
+        if self.alert is None:
+            return python, alert, whole and len(python) + alert.cell_len <= room
+        room -= len(python) + len(more) + 2
+        if len(title) > room:
+            title, whole = title[: max(1, room - 1)] + "…", False
+        style = self.get_component_rich_style(_SEVERITY_CLASS[self.alert.severity])
+        return python, Text(f" {title}{more} ", style=style, no_wrap=True, overflow="ellipsis"), whole
