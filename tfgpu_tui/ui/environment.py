@@ -159,9 +159,12 @@ class EnvironmentTab(DashboardTab):
             self.action_rerun(choose=False)
 
     def on_show(self) -> None:
-        """The first time the tab is shown, run the check (no TensorFlow child until someone looks)."""
+        """The first time the tab is shown, run the check (no TensorFlow child until someone looks); later,
+        forget a TensorFlow job in use that has ended since."""
         if self.generation == 0:
             self.action_rerun()
+        else:
+            self.shared.forget_ended_job()  # a job in use that has ended: chosen again and checked
 
     # --- running the check (worker thread) -----------------------------------------------------------------
 
