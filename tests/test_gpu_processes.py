@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -466,3 +467,24 @@ def test_the_cpu_scan_reads_a_process_that_is_not_python_by_its_name_alone() -> 
     inspector.cpu_tensorflow(set())
     assert facts.count("name", 20) == 2 and facts.count("stat", 20) == 0
     assert inspector.cpu_tensorflow({22}) == []
+
+
+def test_maps_are_read_again_only_once_the_address_space_has_changed() -> None:
+    """Loading TensorFlow maps its libraries: a process whose address space keeps its size has loaded none,
+    so its maps are not read again; once the size changes, TensorFlow is found at the next recheck."""
+    facts = FakeFacts()
+    facts.add(11, "python3")
+    facts.stats[11] = replace(facts.stats[11], virtual_bytes=2**30)
+    now = [1000.0]
+    inspector = HostInspector(background=False, clock=lambda: now[0], own_namespace=False, facts=facts)
+    gpu = [GpuProcess(11, 0, 64.0, 0.0)]
+
+    def tensorflow_after(seconds: float) -> bool | None:
+        now[0] += seconds
+        return inspector.describe(gpu)[0].tensorflow_loaded
+
+    assert tensorflow_after(0) is False
+    facts.tensorflow[11] = True  # as the maps would say; the size says nothing was loaded
+    assert tensorflow_after(10) is False
+    facts.stats[11] = replace(facts.stats[11], virtual_bytes=3 * 2**30)  # TensorFlow's libraries mapped
+    assert tensorflow_after(10) is True
