@@ -160,6 +160,17 @@ class PsutilFacts:
                 return None
         return None
 
+    def cpu_reading(self, pid: int) -> tuple[float, float] | None:
+        """(create time, CPU seconds) of a process, None when it has gone or may not be read: what a CPU
+        baseline needs, without the parent, memory or identity check of `stat` (nothing is kept)."""
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                times = process.cpu_times()
+                return process.create_time(), times.user + times.system
+        except (psutil.Error, OSError):
+            return None
+
     def identity(self, pid: int) -> ProcessIdentity:
         try:
             process = psutil.Process(pid)
@@ -224,14 +235,14 @@ class CpuBaseline:
         return entry[1] if entry is not None and entry[0] == create_time else None
 
 
-def take_baseline(facts: ProcessFacts | None = None) -> CpuBaseline:
+def take_baseline(facts: PsutilFacts | None = None) -> CpuBaseline:
     """Read the CPU time of every process now."""
     facts = facts or PsutilFacts()
     seconds: dict[int, tuple[float, float]] = {}
     for pid in facts.pids():
-        stat = facts.stat(pid)
-        if stat is not None:
-            seconds[pid] = (stat.create_time, stat.cpu_seconds)
+        reading = facts.cpu_reading(pid)
+        if reading is not None:
+            seconds[pid] = reading
     return CpuBaseline(time.time(), seconds, facts.host_cpu_times())
 
 
