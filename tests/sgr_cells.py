@@ -95,3 +95,50 @@ def same_colour(fg: str, bg: str) -> bool:
 
 def invisible(captured: str) -> list[Cell]:
     return [cell for cell in cells(captured) if same_colour(cell.fg, cell.bg)]
+
+
+# xterm's default palette for the 16 standard colours (what a TERM=xterm terminal shows unless its user
+# changed it); 256-colour and RGB cells are not measured here.
+XTERM_16 = [
+    (0, 0, 0), (205, 0, 0), (0, 205, 0), (205, 205, 0), (0, 0, 238), (205, 0, 205), (0, 205, 205),
+    (229, 229, 229), (127, 127, 127), (255, 0, 0), (0, 255, 0), (255, 255, 0), (92, 92, 255), (255, 0, 255),
+    (0, 255, 255), (255, 255, 255),
+]  # fmt: skip
+# Text must stand out from its background by this contrast ratio (WCAG's formula) in that palette. The
+# standard colours put readable pairs such as white on cyan (Textual's cursor row) at 2.0 and unreadable ones
+# such as bright red on grey, or any colour on itself, at 1.0.
+MIN_CONTRAST = 1.5
+
+
+def _luminance(colour: str, default: str) -> float | None:
+    """The relative luminance of a 16-colour cell colour (the default ones as `default`), None for others."""
+    colour = default if colour in (DEFAULT_FG, DEFAULT_BG) else colour
+    if not colour.isdigit():
+        return None
+
+    def linear(channel: int) -> float:
+        value = channel / 255
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = XTERM_16[int(colour)]
+    return 0.2126 * linear(red) + 0.7152 * linear(green) + 0.0722 * linear(blue)
+
+
+def contrast(fg: str, bg: str) -> float | None:
+    """WCAG's contrast ratio of `fg` on `bg` in xterm's palette (default foreground white, default background
+    black, as in most dark terminals); None where either is not one of the 16 colours."""
+    light, dark = _luminance(fg, "7"), _luminance(bg, "0")
+    if light is None or dark is None:
+        return None
+    light, dark = max(light, dark), min(light, dark)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def hard_to_read(captured: str) -> list[Cell]:
+    """The cells whose text hardly stands out from its background (under MIN_CONTRAST in xterm's palette)."""
+    found = []
+    for cell in cells(captured):
+        ratio = contrast(cell.fg, cell.bg)
+        if (ratio is not None and ratio < MIN_CONTRAST) or same_colour(cell.fg, cell.bg):
+            found.append(cell)
+    return found

@@ -1,16 +1,26 @@
-"""No value cut mid-word at 80x24 (issue 30 item 5): the Training status keeps "20.0 steps/s" together, and
-the Batch probe's running trial reads "running", not "runnin"."""
+"""No value cut mid-word (issue 30 item 5): every line of every tab at 80x24, 120x40 and 160x48 read from
+the screen; the Training status keeps "20.0 steps/s" together, and the Batch probe's running trial reads
+"running", not "runnin"."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+import pytest
+from screen_text import screen_lines
+from test_snapshots import READY as SNAPSHOT_READY
+from test_snapshots import probe_ready
+from textual.pilot import Pilot
 from textual.widgets import DataTable
+from textual_plotext import PlotextPlot
 from waiting import wait_until
 
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
+from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 from tfgpu_tui.ui.widgets.training_panes import RunStatus
 
 
@@ -48,3 +58,78 @@ async def test_the_probe_plot_gives_way_to_its_table_under_30_lines() -> None:
             await wait_until(pilot, lambda p=plot, n=note: p.region.height > 0 or n.region.height > 0)
             assert (plot.region.height >= 8) is plot_shown, (size, plot.region)
             assert (note.region.height > 0) is not plot_shown, size
+
+
+# Every line of every tab, at the sizes of issue 30. A cut shows as an ellipsis glued to the letters before it
+# (Textual's own ellipsis; the app's shortening keeps whole words and sets " …" apart), as a word running into
+# the screen's right edge or into a box's side, or as a widget whose lines run past its right edge (it
+# scrolls sideways). At the screen's edge, a plot's axis labels (plotext draws them whole) and the footer's
+# keys (KeyFooter lays out whole labels) may end on the last column.
+SIZES = [(80, 24), (120, 40), (160, 48)]
+WORD_CHAR = re.compile(r"[\w(\[{,.:;/\-+%=<]")  # not a closing bracket or quote: those end a word
+GLUED_ELLIPSIS = re.compile(r"\S…")
+BOX_SIDES = "│┃║"
+WHOLE_TO_THE_EDGE = (PlotextPlot, KeyFooter)
+
+
+def cuts(app: TfgpuApp, lines: list[str]) -> list[str]:
+    """Each place in `lines` (the app's screen) where a word looks cut, with its line."""
+    found = []
+    for number, line in enumerate(lines):
+        places = [match.start() + 1 for match in GLUED_ELLIPSIS.finditer(line)]
+        edge = len(line) - 1
+        if line and WORD_CHAR.match(line[edge]):
+            widget, _ = app.screen.get_widget_at(edge, number)
+            places += [] if isinstance(widget, WHOLE_TO_THE_EDGE) else [edge]
+        places += [
+            column
+            for column in range(1, len(line))
+            if line[column] in BOX_SIDES and WORD_CHAR.match(line[column - 1])
+        ]
+        found += [f"line {number} column {column}: {line.rstrip()}" for column in places]
+    return found
+
+
+def sideways(app: TfgpuApp) -> list[str]:
+    """The widgets on screen whose lines run past their right edge (they scroll sideways)."""
+    return [
+        f"{widget!r} scrolls {widget.max_scroll_x} cells sideways"
+        for widget in app.screen.query("*")
+        if widget.region.area and widget.allow_horizontal_scroll
+    ]
+
+
+async def environment_done(pilot: Pilot) -> None:
+    """Every check run, the findings listed with the first one's detail."""
+    tab = pilot.app.query_one(EnvironmentTab)
+    table = tab.query_one("#env-findings", DataTable)
+    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete and table.row_count, 20)
+    await pilot.pause(0.5)
+
+
+async def probe_done(pilot: Pilot) -> None:
+    """A whole probe run on the simulated GPUs, its results in the table, plot and summary."""
+    app, tab = pilot.app, pilot.app.query_one(BatchProbeTab)
+    await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "probe-start", timeout=20)
+    await pilot.press("ctrl+r")
+    await wait_until(pilot, lambda: tab.result is not None and not tab.running, timeout=60)
+    await probe_ready(pilot)
+
+
+# The snapshots' waits, but for a probe that has run and every check done (the snapshot reveals a finding).
+READY: dict[str, Callable[[Pilot], object]] = {
+    **SNAPSHOT_READY,
+    "environment": environment_done,
+    "probe": probe_done,
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("tab", list(READY))
+async def test_no_value_is_cut_on_any_line(tab: str, size: tuple[int, int]) -> None:
+    app = TfgpuApp(Settings(demo=True), initial_tab=tab)
+    async with app.run_test(size=size) as pilot:
+        await READY[tab](pilot)
+        lines = screen_lines(app)
+        found = [*cuts(app, lines), *sideways(app)]
+        assert not found, "\n".join([*found, *lines])

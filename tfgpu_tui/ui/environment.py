@@ -33,6 +33,7 @@ from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
+from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
@@ -58,8 +59,7 @@ class EnvReportReady(Message):
 
 
 def _shorten(text: str, limit: int) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: max(limit - 1, 0)].rstrip() + "…"
+    return whole_words(text.splitlines()[0] if text else "", limit)
 
 
 def column_widths(table_width: int, titles: list[str]) -> tuple[int, int]:

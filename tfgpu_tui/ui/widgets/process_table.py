@@ -23,6 +23,7 @@ from textual.strip import Strip
 from tfgpu_tui.durations import idle_text
 from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
 from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
+from tfgpu_tui.text_fit import ELLIPSIS, whole_words
 from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
 from tfgpu_tui.ui.widgets.row_list import RowList, cursor_bindings
 
@@ -225,11 +226,30 @@ def _line_text(cells: Cells, widths: list[int], command_offset: int) -> Text:
     return text
 
 
+def _command_in(command: str | Text, room: int) -> str | Text:
+    """The command (from its scroll offset on) in `room` cells: whole words, then " …" when it is longer."""
+    plain = command if isinstance(command, str) else command.plain
+    fitted = whole_words(plain, room)
+    if fitted == plain:
+        return command
+    if isinstance(command, str):
+        return fitted
+    kept = command[: len(fitted) - 1]
+    kept.append(ELLIPSIS)
+    return kept
+
+
 def _line_segments(
-    cells: Cells, widths: list[int], command_offset: int, console: Console, restyle: dict[Style, Style]
+    cells: Cells,
+    widths: list[int],
+    command_offset: int,
+    console: Console,
+    restyle: dict[Style, Style],
+    room: int,
 ) -> list[Segment]:
     """One table line as segments, like `_line_text` but without Rich's text layout: the runs of plain
-    cells become one segment; the styled cells are rendered with each role's style swapped for `restyle`'s."""
+    cells become one segment; the styled cells are rendered with each role's style swapped for `restyle`'s.
+    The command fills what is left of `room` cells in whole words."""
     segments: list[Segment] = []
     plain: list[str] = []
 
@@ -251,12 +271,14 @@ def _line_segments(
         styled(cell)  # type: ignore[arg-type]
         segments.append(Segment(" " * (width - cell.cell_len + 1)))  # type: ignore[union-attr]
     command = cells[_COMMAND]
+    command = command[command_offset:] if command_offset else command  # type: ignore[index]
+    command = _command_in(command, room - sum(widths) - len(widths))  # type: ignore[arg-type]
     if command.__class__ is str:
-        plain.append(command[command_offset:])  # type: ignore[index]
+        plain.append(command)  # type: ignore[arg-type]
     if plain:
         segments.append(Segment("".join(plain)))
     if command.__class__ is not str:
-        styled(command[command_offset:] if command_offset else command)  # type: ignore[index,arg-type]
+        styled(command)  # type: ignore[arg-type]
     return segments
 
 
@@ -354,7 +376,9 @@ class ProcessTable(RowList[TableRow]):
                 console.get_style(look): self.cell_style(f"process-table--{role}")
                 for role, look in CELL_STYLES.items()
             }
-        return _line_segments(row.cells, self._widths, self.command_offset, self.app.console, self._restyle)
+        return _line_segments(
+            row.cells, self._widths, self.command_offset, self.app.console, self._restyle, width
+        )
 
     def render_header(self, y: int, width: int) -> Strip:
         labels: list[str | Text] = []

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.problems import Problem, fixes_to_show
@@ -20,11 +21,6 @@ from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, St
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
 MAX_QUOTED_CHARS = 600  # of the log line quoted under a problem (a TensorFlow OOM line with its shape fits)
 SEVERITY_STYLE = {Severity.CRITICAL: ERROR, Severity.WARNING: WARNING, Severity.INFO: SUCCESS}
-
-
-def shortened(text: str, limit: int) -> str:
-    """`text`, cut to `limit` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class RunStatus(Static):
@@ -156,13 +152,20 @@ class ProblemsView(Static):
                 text.append(fix)
             if problem.line and problem.line != problem.message:
                 text.append("\n  > ", "dim")
-                text.append(shortened(problem.line, MAX_QUOTED_CHARS), "dim")
+                text.append(whole_words(problem.line, MAX_QUOTED_CHARS), "dim")
         self.update(text.content())
 
 
 class LogLines(Static):
     """The last lines of the log as the terminal would show them (progress bars redrawn in place)."""
 
+    lines: list[str] = []
+
     def show(self, run: TrainingSnapshot) -> None:
-        lines = run.view_lines()[-max(self.size.height, 5) :]
-        self.update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
+        self.lines = run.view_lines()[-max(self.size.height, 5) :]
+        self.refresh()
+
+    def render(self) -> Text:
+        """Each line in whole words at the current width (a cut line ends in " …")."""
+        width = self.content_size.width
+        return Text("\n".join(whole_words(line, width) for line in self.lines), no_wrap=True)
