@@ -25,6 +25,7 @@ from tfgpu_tui.env.targets import (
     tensorflow_processes,
 )
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui.header import ALERT_TITLE_ROOM
 
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
@@ -271,5 +272,6 @@ async def test_the_header_says_the_python_and_why_within_80_columns() -> None:
         (80, "~/venvs/tf (job 4242)"),  # the demo's SIMULATED badge takes 13 columns more than a real GPU
     ):
         text, alert = await header_line(width, target)
-        assert expected in text and alert[: ALERT_TITLE_ROOM - 1] in text, (width, text)  # and "…"
+        kept = whole_words(alert, ALERT_TITLE_ROOM).removesuffix(" …")  # whole words of the alert at least
+        assert expected in text and kept in text, (width, text)
         assert len(text) <= width - 2, (width, text)  # the header's padding

@@ -19,6 +19,7 @@ from tfgpu_tui.env.targets import Target
 from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.notify.status import read_status
+from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.widgets.alerts_panel import short_title
@@ -136,6 +137,6 @@ class StatusHeader(Static):
             return python, alert, whole and len(python) + alert.cell_len <= room
         room -= len(python) + len(more) + 2
         if len(title) > room:
-            title, whole = title[: max(1, room - 1)] + "…", False
+            title, whole = whole_words(title, max(1, room)), False
         style = self.get_component_rich_style(_SEVERITY_CLASS[self.alert.severity])
         return python, Text(f" {title}{more} ", style=style, no_wrap=True, overflow="ellipsis"), whole
