@@ -220,7 +220,7 @@ async def test_p_in_the_batch_probe_switches_both_tabs_and_the_header(
     listed = [Candidate(venv_python, "the activated venv"), Candidate(sys.executable, "tfgpu-tui's own")]
     monkeypatch.setattr(SharedInterpreter, "find_interpreters", staticmethod(lambda: listed))
     app = TfgpuApp(Settings(), initial_tab="environment")
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(240, 40)) as pilot:  # wide: the header has room for any tmp path's reason
         env_tab = app.query_one(EnvironmentTab)
         await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=30)
         assert recorded_checks[-1] == venv_python and "(activated venv)" in header_text(app)
