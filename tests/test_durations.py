@@ -15,14 +15,16 @@ from tfgpu_tui.ui.widgets.gpu_format import duration_text
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [
-        (0, "0:00"),
-        (59.9, "0:59"),
-        (3599, "59:59"),
+        (0, "0s"),
+        (59.9, "59s"),
+        (60, "1m"),
+        (125, "2m"),
+        (3599, "59m"),
         (3600, "1h 00m"),
         (3 * 3600 + 2 * 60 + 59, "3h 02m"),
         (86399, "23h 59m"),
         (3 * 86400 + 4 * 3600 + 59 * 60, "3d 04h"),
-        (-5, "0:00"),
+        (-5, "0s"),
     ],
 )
 def test_running_text(seconds: float, text: str) -> None:

@@ -148,9 +148,9 @@ def test_host_line_has_cpu_memory_and_refresh_cost() -> None:
 
 def test_formatting_edges() -> None:
     assert mib_text(None) == "N/A" and mib_text(10239.0) == "10239 MiB" and mib_text(10240.0) == "10.0 GiB"
-    assert duration_text(59) == "0:59" and duration_text(3 * 86400 + 4 * 3600) == "3d 04h"
-    # to the second under an hour, to the minute from an hour on
-    assert duration_text(3599.9) == "59:59" and duration_text(3600) == "1h 00m"
+    assert duration_text(59) == "59s" and duration_text(3 * 86400 + 4 * 3600) == "3d 04h"
+    # to the second in the first minute, to the minute from then on
+    assert duration_text(3599.9) == "59m" and duration_text(3600) == "1h 00m"
     assert duration_text(3 * 3600 + 2 * 60 + 59) == "3h 02m" == duration_text(3 * 3600 + 2 * 60)
 
 

@@ -12,17 +12,17 @@ NA = "N/A"
 
 
 def running_text(seconds: float | None, missing: str = NA) -> str:
-    """Elapsed time: "4:05" (minutes and seconds) under an hour, then to the minute - "1h 02m" - and to the
-    hour from a day on ("3d 04h"). Past an hour the seconds tell nothing, and a cell that changes every
-    second for every long-running process repaints the whole table each refresh."""
+    """Elapsed time: "45s" (seconds) in the first minute, "12m" under an hour, "1h 02m" under a day, then
+    "3d 04h". Past its first minute a process's seconds tell nothing, and a cell that changes every second
+    for every process repaints the whole table at each refresh."""
     if seconds is None:
         return missing
     total = max(0, int(seconds))
-    return _running(total if total < 3600 else total - total % 60)
+    return _running(total if total < 60 else total - total % 60)
 
 
-# A table of hundreds of processes formats the same few values every second. Under an hour every second is a
-# new value, so a large cache would fill over the first hour with strings shown once (4096 of them: 0.6 MiB).
+# A table of hundreds of processes formats the same few values every second: one string per minute of
+# running time, and 60 for the first minute.
 @lru_cache(maxsize=512)
 def _running(total: int) -> str:
     days, rest = divmod(total, 86400)
@@ -32,7 +32,7 @@ def _running(total: int) -> str:
         return f"{days}d {hours:02d}h"
     if hours:
         return f"{hours}h {minutes:02d}m"
-    return f"{minutes}:{secs:02d}"
+    return f"{minutes}m" if minutes else f"{secs}s"
 
 
 def span_text(seconds: float | None, missing: str = "-") -> str:
