@@ -20,6 +20,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
 from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
 from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 from tfgpu_tui.ui.widgets.training_panes import RunStatus
 
@@ -133,3 +134,33 @@ async def test_no_value_is_cut_on_any_line(tab: str, size: tuple[int, int]) -> N
         lines = screen_lines(app)
         found = [*cuts(app, lines), *sideways(app)]
         assert not found, "\n".join([*found, *lines])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_a_long_path_in_a_finding_breaks_after_a_slash(size: tuple[int, int]) -> None:
+    """The CUDA libraries finding names library files by their whole paths: at 160x48 one ran to the
+    pane's edge and its end folded onto the next line ("libcublas.so.1" / "2,")."""
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=size) as pilot:
+        await environment_done(pilot)
+        tab = app.query_one(EnvironmentTab)
+        tab.reveal("cuda_libraries")
+        why = tab.query_one("#env-why")
+        await wait_until(  # fitted to the pane's width (the path is longer than the pane at every size)
+            pilot,
+            lambda: (
+                why.content_region.width > 0
+                and "libcublas.so.12" in why.render().plain
+                and max(map(len, why.render().plain.split())) <= why.content_region.width
+            ),
+        )
+        await pilot.pause()
+        detail = app.query_one(FindingDetail)
+        seen: list[str] = []
+        for top in range(0, int(detail.max_scroll_y) + 1, max(1, detail.scrollable_content_region.height)):
+            detail.scroll_to(y=top, animate=False)  # every part of the pane once (it scrolls at 80x24)
+            await pilot.pause()
+            lines = screen_lines(app)
+            assert not cuts(app, lines), "\n".join([*cuts(app, lines), *lines])
+            seen += lines
+        assert any("/libcublas.so.12," in line for line in seen), "\n".join(seen)

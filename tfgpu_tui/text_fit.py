@@ -1,9 +1,12 @@
-"""Fitting a line of text to a width without cutting a word in two: the words that fit, then " …".
+"""Fitting text to a width without cutting a word in two: a line's words that fit, then " …"; a path too
+long for a line broken after a "/".
 
 Pure functions, no I/O.
 """
 
 from __future__ import annotations
+
+import re
 
 from rich.cells import cell_len
 
@@ -26,3 +29,23 @@ def whole_words(text: str, limit: int) -> str:
     if not words.strip():
         return text[: limit - 1].rstrip() + ELLIPSIS
     return f"{words} {ELLIPSIS}"
+
+
+def break_long_words(text: str, width: int) -> str:
+    """`text` with each word longer than `width` cells (a path, mostly) broken into lines after a "/", so
+    that a wrapping widget never folds it inside a name; a part with no "/" to break at stays whole."""
+    if width < 2:
+        return text
+    return "\n".join(" ".join(_broken(word, width) for word in line.split(" ")) for line in text.split("\n"))
+
+
+def _broken(word: str, width: int) -> str:
+    if cell_len(word) <= width:
+        return word
+    lines, current = [], ""
+    for part in filter(None, re.split(r"(?=/)", word)):  # "/root/venv" -> "/root", "/venv"
+        if current and cell_len(current + part) > width:
+            lines.append(current)
+            current = ""
+        current += part
+    return "\n".join([*lines, current])

@@ -9,6 +9,7 @@ each continued line ending in `` \\`` (`wrap_fix`). The tab's `c` copies the fix
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 
 from textual import events
 from textual.app import ComposeResult
@@ -18,6 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tfgpu_tui.env.findings import Finding, Status
+from tfgpu_tui.text_fit import break_long_words
 
 #: Theme variables for each status (so themes and NO_COLOR apply).
 STATUS_STYLE = {
@@ -138,38 +140,50 @@ def head_content(finding: Finding) -> Content:
     return Content.assemble((finding.title, "bold"), status)
 
 
-def tail_content(finding: Finding) -> Content:
-    """What was found, why it matters, and the tab Enter opens."""
-    parts: list[str | tuple[str, str]] = [finding.detail]
+def tail_content(finding: Finding, width: int = 0) -> Content:
+    """What was found, why it matters, and the tab Enter opens; a path longer than `width` broken after a
+    "/" rather than inside a name."""
+    detail, why = (break_long_words(text, width) for text in (finding.detail, finding.why))
+    parts: list[str | tuple[str, str]] = [detail]
     if finding.why:
-        parts += ["\n\n", ("Why it matters  ", "bold"), finding.why]
+        parts += ["\n\n", ("Why it matters  ", "bold"), why]
     if finding.link_tab:
         name = TAB_NAMES.get(finding.link_tab, finding.link_tab)
         parts += ["\n\n", ("Enter", "bold"), f" opens the {name} tab."]
     return Content.assemble(*parts)
 
 
-class FixText(Static):
-    """The fix, wrapped by `wrap_fix` to the widget's width (again whenever the width changes)."""
+class FittedText(Static):
+    """Text laid out for the widget's width by a function of that width, again whenever the width changes."""
 
     def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
-        self.fix = ""
-        self._wrapped_at = 0
+        self._fit: Callable[[int], Content] = lambda width: Content()
+        self._fitted_at = 0
+
+    def fit_with(self, fit: Callable[[int], Content]) -> None:
+        """Show `fit(width)` (width 0: not laid out yet), now and at every change of width."""
+        self._fit = fit
+        self._refit(self.content_region.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.content_region.width != self._fitted_at:
+            self._refit(self.content_region.width)
+
+    def _refit(self, width: int) -> None:
+        self._fitted_at = width
+        self.update(self._fit(width))
+
+
+class FixText(FittedText):
+    """The fix, wrapped by `wrap_fix` to the widget's width."""
+
+    fix = ""  # the fix shown, unwrapped
 
     def show(self, fix: str) -> None:
         """Show this fix."""
         self.fix = fix
-        self._wrap(self.content_region.width)
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self.content_region.width != self._wrapped_at:
-            self._wrap(self.content_region.width)
-
-    def _wrap(self, width: int) -> None:
-        self._wrapped_at = width
-        lines = wrap_fix(self.fix, width) if width else self.fix.splitlines()
-        self.update(Content("\n".join(lines)))
+        self.fit_with(lambda width: Content("\n".join(wrap_fix(fix, width) if width else fix.splitlines())))
 
 
 class FixPane(Vertical):
@@ -193,13 +207,13 @@ class FindingDetail(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="env-detail")
-        yield Static(id="env-why")
+        yield FittedText(id="env-why")
 
     def watch_finding(self, finding: Finding | None) -> None:
         head = self.query_one("#env-detail", Static)
-        why = self.query_one("#env-why", Static)
+        why = self.query_one("#env-why", FittedText)
         head.update(head_content(finding) if finding is not None else "")
-        why.update(tail_content(finding) if finding is not None else "")
+        why.fit_with(lambda width: tail_content(finding, width) if finding is not None else Content())
 
     def text(self) -> str:
         """What the pane shows and the fix, as plain text (for tests and screen readers)."""
