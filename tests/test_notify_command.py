@@ -64,6 +64,26 @@ def test_an_unusable_configuration_is_one_line_and_exit_2(
     assert TOKEN not in result.stderr + result.stdout and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('notify_events = ["finished", "nope"]', "notify_events unknown event 'nope'"),
+        ("notify_stall_minutes = -3", "notify_stall_minutes"),
+        (f'notify_urls = "json://127.0.0.1/{TOKEN}"', "notify_urls must be a list"),
+    ],
+)
+def test_a_refused_notify_setting_in_the_settings_file_is_one_line_and_exit_2(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    """notify does not send other events, or nowhere, in place of what the file asked for."""
+    config = tmp_path / "config.toml"
+    config.write_text(f"{line}\nunknown_key = 1\n")
+    result = notify(tmp_path, "--json", env=dict(environment(tmp_path), TFGPU_TUI_CONFIG=str(config)))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and words in result.stderr and "default" not in result.stderr
+    assert TOKEN not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
 def test_test_reports_per_url_whether_it_was_delivered(tmp_path: Path) -> None:
     url_file = tmp_path / "urls"
     dead = f"json://127.0.0.1:{closed_port()}/hook/{TOKEN}"

@@ -8,7 +8,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -222,12 +222,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def settings_from_args(args: argparse.Namespace, required: Collection[str] = ()) -> Settings:
     """Settings for this run: defaults, overridden by the settings file, overridden by the command line.
 
     Problems in the settings file are kept in `settings.config_warnings` (the app notifies them);
-    subcommands also print them to stderr."""
+    subcommands also print them to stderr. A refused value of a key in `required` raises ValueError (one
+    line) instead: the command cannot run on a default in its place."""
     settings = apply_config(Settings(), load_config())
+    for name in required:
+        if name in settings.config_refused:
+            raise ValueError(settings.config_refused[name])
     if getattr(args, "command", None) is not None:
         for warning in settings.config_warnings:
             print(f"tfgpu-tui: warning: {warning}", file=sys.stderr)

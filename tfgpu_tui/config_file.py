@@ -10,7 +10,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,7 @@ class ConfigFile:
     path: Path
     values: dict[str, Any]
     warnings: list[str]
+    refused: dict[str, str] = field(default_factory=dict)  # key -> what was wrong with its value
 
 
 def _syntax_error_message(path: Path, error: ValueError) -> str:
@@ -202,6 +203,7 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
         return ConfigFile(path, {}, [_syntax_error_message(path, error)])
     values: dict[str, Any] = {}
     warnings: list[str] = []
+    refused: dict[str, str] = {}
     for name, raw in document.items():
         if name in RENAMED_KEYS:
             new_name = RENAMED_KEYS[name]
@@ -217,13 +219,13 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
         got = "a hidden value" if name in SECRET_KEYS else repr(raw)  # never echo a secret
         try:
             values[key.name] = key.parse(raw)
+            continue
         except TypeError as error:
-            warnings.append(
-                f"{path}: {name} must be {error}, got {got}; using the default {_default_of(name)}"
-            )
+            refused[key.name] = f"{path}: {name} must be {error}, got {got}"
         except InvalidValue as error:
-            warnings.append(f"{path}: {name} {error}, got {got}; using the default {_default_of(name)}")
-    return ConfigFile(path, values, warnings)
+            refused[key.name] = f"{path}: {name} {error}, got {got}"
+        warnings.append(f"{refused[key.name]}; using the default {_default_of(name)}")
+    return ConfigFile(path, values, warnings, refused)
 
 
 def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> ConfigFile:
@@ -244,9 +246,10 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
 
 def apply_config(settings: Settings, config: ConfigFile) -> Settings:
     """Copy the file's accepted values onto `settings` and record its warnings there."""
-    for field, value in config.values.items():
-        setattr(settings, field, value)
+    for name, value in config.values.items():
+        setattr(settings, name, value)
     if "log_path" in config.values:
         settings.log_path_given = True
     settings.config_warnings = list(config.warnings)
+    settings.config_refused = dict(config.refused)
     return settings

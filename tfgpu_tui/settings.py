@@ -96,6 +96,7 @@ class Settings:
     notify_idle_minutes: float = 30.0  # a GPU at 0 % this long while no followed log grows is idle
     # Settings file: one line per problem found in it (the app shows them as notifications)
     config_warnings: list[str] = field(default_factory=list)
+    config_refused: dict[str, str] = field(default_factory=dict)  # key -> what was wrong with its value
 
     def __post_init__(self) -> None:
         if not INTERVAL.contains(self.interval):

@@ -21,6 +21,8 @@ from tfgpu_tui.settings import INTERVAL, MINUTES
 PROG = "tfgpu-tui notify"
 DEFAULT_INTERVAL = 5.0  # seconds between GPU samples: events need no faster, and it idles cheaper
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
+# settings-file keys whose refused value stops notify (exit 2) rather than falling back to the default
+NOTIFY_KEYS = ("notify_urls", "notify_events", "notify_stall_minutes", "notify_idle_minutes")
 TEST_TITLE = "tfgpu-tui notify test from {host}"
 TEST_BODY = "If you read this, tfgpu-tui notify can reach you here."
 
@@ -104,7 +106,7 @@ def configure(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     for log in args.logs:
         if (refusal := special_file_refusal(log)) is not None:
             raise ValueError(f"--log {refusal}")
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, required=NOTIFY_KEYS)  # what to send where: no default stands in
     given = getattr(args, "interval", None)
     settings.interval = DEFAULT_INTERVAL if given is None else given
     for option, field in (
