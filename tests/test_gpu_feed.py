@@ -205,3 +205,14 @@ def test_a_sample_that_raises_is_said_and_the_feed_goes_on() -> None:
     feed.sample_soon()
     assert seen.next().snapshot.error is None
     feed.close(timeout=GUARD)
+
+
+def test_snapshots_are_stamped_and_timed_by_the_clocks_handed_in() -> None:
+    """A test (the snapshots') fixes what the user sees of time: the stamps, and the refresh cost shown."""
+    settings = Settings(demo=True)
+    ticks = iter([10.0, 10.25, 42.0])  # the sample starts, ends 250 ms later; then the feed is asked
+    source = SimulatedSource(gpus=1, clock=lambda: 5_000.0)
+    sampler = Sampler(settings, source, clock=lambda: 5_000.0, timer=lambda: next(ticks))
+    snapshot = sampler.sample()
+    assert snapshot.timestamp == 5_000.0 and snapshot.sample_ms == 250.0
+    assert SnapshotFeed(settings, sampler=sampler).timer() == 42.0  # the Monitor times its own work by it

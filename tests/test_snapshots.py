@@ -12,7 +12,6 @@ from __future__ import annotations
 import getpass
 import shutil
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,11 +20,12 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 from waiting import wait_until
 
-from tfgpu_tui.gpu import sampler as sampler_module
 from tfgpu_tui.gpu import simulated
+from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.model import HostStats
+from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui import batch_probe, monitor
+from tfgpu_tui.ui import batch_probe
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.monitor import MonitorTab
@@ -41,39 +41,16 @@ TRAINING_LOG = Path(__file__).parent / "fixtures" / "training" / "screenshot_dem
 class FrozenSource(simulated.SimulatedSource):
     """The demo's simulated GPUs at one fixed instant, on a fixed host."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("clock", lambda: FIXED_NOW)
-        super().__init__(*args, **kwargs)
-
     def stats(self) -> HostStats:
         return HOST
 
 
-class FrozenPerfCounter:
-    """`time` for the sampler and the Monitor: perf_counter stands still (a refresh costs 0.0 ms) and the wall
-    clock is the simulated GPUs' (a kernel's idle time counts from its last activity on that same clock)."""
-
-    @staticmethod
-    def perf_counter() -> float:
-        return 0.0
-
-    @staticmethod
-    def time() -> float:
-        return FIXED_NOW
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(time, name)
-
-
 @pytest.fixture
 def frozen_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Fix what the demo takes from the clock and the machine; the working directory holds train.log."""
-    monkeypatch.setattr(simulated, "SimulatedSource", FrozenSource)
+    """Fix what the demo takes from the machine; the working directory holds train.log."""
     monkeypatch.setattr(getpass, "getuser", lambda: "ana")
     monkeypatch.setenv("HOME", "/home/ana")  # the simulated machine's Python lives in ~/venvs/tf
     monkeypatch.setattr(socket, "gethostname", lambda: "gpu-box")
-    for module in (sampler_module, monitor):
-        monkeypatch.setattr(module, "time", FrozenPerfCounter())
     monkeypatch.setattr(batch_probe, "gpu_devices", lambda: [])
     shutil.copy(TRAINING_LOG, tmp_path / "train.log")
     monkeypatch.chdir(tmp_path)
@@ -81,6 +58,8 @@ def frozen_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def demo_app(tab: str) -> TfgpuApp:
+    """The demo on a fixed clock: the simulated GPUs, the snapshots' stamps (a kernel's idle time counts
+    from its last activity on that clock) and a refresh that costs 0.0 ms."""
     settings = Settings(
         demo=True,
         python="python3",
@@ -88,7 +67,9 @@ def demo_app(tab: str) -> TfgpuApp:
         log_path_given=True,
         checkpoints_dir=Path("ckpt"),
     )
-    return TfgpuApp(settings, initial_tab=tab)
+    source = FrozenSource(gpus=settings.demo_gpus, clock=lambda: FIXED_NOW)
+    sampler = Sampler(settings, source, clock=lambda: FIXED_NOW, timer=lambda: 0.0)
+    return TfgpuApp(settings, initial_tab=tab, feed=SnapshotFeed(settings, sampler=sampler))
 
 
 async def monitor_ready(pilot: Pilot) -> None:

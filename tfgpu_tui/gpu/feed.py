@@ -137,6 +137,11 @@ class SnapshotFeed:
         """The Sampler, once the thread has created it."""
         return self._sampler
 
+    def timer(self) -> float:
+        """The sampler's timer (time.perf_counter unless a test handed in another), for costs shown beside
+        the sampling's own."""
+        return self._sampler.timer() if self._sampler is not None else time.perf_counter()
+
     # -- subscribers ----------------------------------------------------------------------------------------
     def subscribe(self, callback: Callback, period: float | None = None, replay: bool = True) -> Subscription:
         """Call `callback` with every snapshot from now on (in the feed's thread); with `replay`, also with

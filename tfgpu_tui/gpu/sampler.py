@@ -45,8 +45,14 @@ class Sampler:
     """Reads a GpuSource (NVML or the simulation) into Snapshots; thread-safe."""
 
     def __init__(
-        self, settings: Settings, source: GpuSource | None = None, host: ProcessHost | None = None
+        self,
+        settings: Settings,
+        source: GpuSource | None = None,
+        host: ProcessHost | None = None,
+        clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
+        """`clock` stamps the snapshots; `timer` measures their cost (tests hand in fixed ones)."""
         if source is None:
             if settings.demo:
                 from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -63,6 +69,8 @@ class Sampler:
 
             host = HostInspector()
         self.settings = settings
+        self.clock = clock
+        self.timer = timer
         self.source = source
         self.host = host
         self.simulated: bool = source.simulated
@@ -80,7 +88,7 @@ class Sampler:
         # every 2 s (the plots cannot show finer at this width; half the start-up cost of 1 s), one point
         # short of the plot window so no replayed point falls off the plot's left edge
         step = max(self.settings.interval, 2.0)
-        now = time.time()
+        now = self.clock()
         with contextlib.suppress(Exception):
             for ago, reading, rows in self.source.past_samples(self.history.window_seconds - step, step):
                 self.history.add(now - ago, reading.devices)
@@ -95,7 +103,7 @@ class Sampler:
     def sample(self) -> Snapshot:
         """Take one snapshot (blocking; call from a worker thread). Never raises."""
         with self._lock:
-            started = time.perf_counter()
+            started = self.timer()
             reading = self._read()
             rows = self._describe(reading)
             with contextlib.suppress(Exception):
@@ -104,7 +112,7 @@ class Sampler:
                 host = self.host.stats()
             except Exception:
                 host = None
-            now = time.time()
+            now = self.clock()
             rows.sort(key=_row_order)
             self.history.add(now, reading.devices)
             alerts = self._alerts(reading, now, rows)
@@ -118,7 +126,7 @@ class Sampler:
                 processes=rows,
                 host=host,
                 alerts=alerts,
-                sample_ms=(time.perf_counter() - started) * 1000,
+                sample_ms=(self.timer() - started) * 1000,
             )
             self.last = snapshot
             return snapshot
