@@ -62,6 +62,45 @@ def test_another_version_says_it_replaces() -> None:
     assert fix.endswith("# replaces tensorflow 2.17.0, adds its CUDA packages")
 
 
+def test_cuda_packages_at_another_version_are_named_as_replaced() -> None:
+    fix = fixes.gpu_install(facts_with(tensorflow="2.18.0", nvidia_cudnn_cu12="8.9.7.29"), "2.18.0")
+    assert fix == (
+        f"{PIP} install 'tensorflow[and-cuda]==2.18.0'   # adds the CUDA packages only; "
+        "replaces nvidia-cudnn-cu12 8.9.7.29 (pinned ==9.3.0.75)"
+    )
+    ranges = fixes.gpu_install(facts_with(nvidia_cudnn_cu12="10.0.0.1", nvidia_nccl_cu12="2.21.5"), "2.21.0")
+    assert ranges.endswith(
+        "# installs tensorflow and its CUDA packages; replaces nvidia-cudnn-cu12 10.0.0.1 "
+        "(pinned >=9.3.0.75,<10.0), nvidia-nccl-cu12 2.21.5 (pinned >=2.27.7,<3.0)"
+    )
+
+
+def test_more_than_three_replaced_packages_are_counted() -> None:
+    old = {
+        "nvidia_cublas_cu12": "12.1.3.1",
+        "nvidia_cudnn_cu12": "8.9.2.26",
+        "nvidia_cufft_cu12": "11.0.2.54",
+        "nvidia_curand_cu12": "10.3.2.106",
+        "nvidia_nccl_cu12": "2.19.3",
+    }
+    fix = fixes.gpu_install(facts_with(tensorflow="2.17.0", **old), "2.18.0")
+    comment = fix.split("#", 1)[1]
+    assert comment.startswith(
+        " replaces tensorflow 2.17.0, adds its CUDA packages; replaces nvidia-cublas-cu12"
+    )
+    assert "nvidia-cufft-cu12 11.0.2.54" in comment and comment.endswith(" and 2 more")
+    assert "nvidia-curand-cu12" not in comment
+
+
+def test_an_uninstall_first_gets_no_comment() -> None:
+    fix = fixes.gpu_install(
+        facts_with(tensorflow_cpu="2.18.0", nvidia_cudnn_cu12="8.9.7.29"),
+        "2.18.0",
+        replacing=("tensorflow-cpu",),
+    )
+    assert fix == f"{PIP} install 'tensorflow[and-cuda]==2.18.0'"
+
+
 def test_2_15_0_becomes_2_15_1_whose_pins_install() -> None:
     fix = fixes.gpu_install(facts_with(tensorflow="2.15.0"), "2.15.0")
     assert f"{PIP} install 'tensorflow[and-cuda]==2.15.1'" in fix and "tensorrt" not in fix

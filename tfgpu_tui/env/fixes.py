@@ -16,6 +16,7 @@ from tfgpu_tui.env.compat import BuildRow
 from tfgpu_tui.env.facts import EnvFacts
 
 AND_CUDA_FIRST = (2, 14)  # the first TensorFlow with the `[and-cuda]` extra
+REPLACED_NAMED = 3  # the install comment names this many of the CUDA packages it replaces, then counts them
 # Pins that do not install from wheels (tensorrt 8.5.3.1 and 8.6.1.post1 have none); left out of the fix.
 UNINSTALLABLE_PINS = {"tensorrt", "tensorrt-bindings", "tensorrt-libs"}
 BETTER_RELEASE = {"2.15.0": "2.15.1"}  # 2.15.0[and-cuda] pins a TensorRT without a wheel; 2.15.1 dropped it
@@ -113,11 +114,12 @@ def gpu_install(
 ) -> str:
     """The command that gives TensorFlow `tf_version` (None: the newest for this Python) its GPU libraries.
 
-    From 2.14: ``tensorflow[and-cuda]==V`` (what it replaces or adds said after it), or the pinned packages
-    themselves where the extra pins a TensorRT without a wheel; before 2.14 the CUDA 11 pip recipe with its
-    LD_LIBRARY_PATH line, or an upgrade valid for this Python. Says so, and installs nothing, where
-    everything is installed already. `replacing`: distributions the caller's command uninstalls first;
-    `offer_upgrade`: False where a newer TensorFlow is no way out (the driver runs only this one).
+    From 2.14: ``tensorflow[and-cuda]==V`` (what it replaces or adds, CUDA packages included, said after it),
+    or the pinned packages themselves where the extra pins a TensorRT without a wheel; before 2.14 the CUDA 11
+    pip recipe with its LD_LIBRARY_PATH line, or an upgrade valid for this Python. Says so, and installs
+    nothing, where everything is installed already. `replacing`: distributions the caller's command
+    uninstalls first; `offer_upgrade`: False where a newer TensorFlow is no way out (the driver runs only
+    this one).
     """
     python = python_of(facts)
     if tf_version is None:
@@ -149,7 +151,9 @@ def gpu_install(
         command = pip(facts, f"install 'tensorflow=={target}' {packages}".rstrip())
         return command + f"   # the [and-cuda] pins of {target} without TensorRT (it has no wheel)"
     command = pip(facts, f"install 'tensorflow[and-cuda]=={target}'")
-    return command + ("" if replacing else _what_it_does(installed, target))  # an uninstall says "replaces"
+    if replacing:
+        return command  # the caller's uninstall says what it replaces
+    return command + _what_it_does(installed, target) + _replaced_pins(facts, missing)
 
 
 def _what_it_does(installed: dict[str, str], target: str) -> str:
@@ -163,6 +167,20 @@ def _what_it_does(installed: dict[str, str], target: str) -> str:
     if current == target:
         return "   # adds the CUDA packages only"
     return f"   # replaces tensorflow {current}, adds its CUDA packages"
+
+
+def _replaced_pins(facts: EnvFacts, missing: dict[str, str]) -> str:
+    """The CUDA packages the install replaces (installed at a version the pin refuses), a few named."""
+    replaced = []
+    for name, spec in sorted(missing.items()):
+        version = _installed(facts, name)
+        if version is not None:
+            lower_first = ",".join(sorted(spec.split(","), key=lambda part: part.startswith("<")))
+            replaced.append(f"{name} {version} (pinned {lower_first})")
+    if not replaced:
+        return ""
+    more = len(replaced) - REPLACED_NAMED
+    return "; replaces " + ", ".join(replaced[:REPLACED_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _cuda11_recipe(facts: EnvFacts, tf_version: str, offer_upgrade: bool) -> str:
