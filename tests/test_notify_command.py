@@ -255,3 +255,57 @@ def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: P
     assert f"Its writer (PID {pid}) is alive" in events[0]["message"]
     assert f"The training process (PID {pid})" in events[1]["message"] and "epoch 2/5" in events[1]["message"]
     assert "dmesg" in events[1]["fix"] and err.splitlines()[-1].endswith("2 event(s) sent this run")
+
+
+NAN_CHILD = (
+    "import sys, time\n"
+    "for epoch in range(1, 8):\n"
+    "    loss = 'nan' if epoch >= 3 else f'{1 / epoch:.4f}'\n"
+    "    print(f'Epoch {epoch}/20')\n"
+    "    print(f'10/10 [==============================] - 1s 100ms/step - loss: {loss}', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_a_nan_loss_and_no_checkpoint_are_sent_once_each_from_a_live_writer(tmp_path: Path) -> None:
+    """A real `nohup python child.py > train.log` whose loss turns NaN at epoch 3 and that has run 7 epochs
+    without writing a checkpoint (the default allows 5): both are sent, once each, while it goes on."""
+    log = tmp_path / "train.log"
+    (tmp_path / "child.py").write_text(NAN_CHILD)
+    line = f"nohup {sys.executable} {tmp_path / 'child.py'} > {log} 2>&1 & echo $!"
+    pid = int(subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout)
+    out = tmp_path / "notify.out"
+    try:
+        wait_for(lambda: "Epoch 7/20" in log.read_text(), timeout=60)
+        with receiving(TOKEN) as receiver:
+            args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
+            args += ["--to", receiver.url, "--events", "nan,no_checkpoint,finished,crashed"]
+            with out.open("w") as stdout:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
+                    stdout=stdout,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=environment(tmp_path),
+                )
+            try:
+                wait_for(lambda: len(receiver.messages) == 2, timeout=60)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=3)  # a few more rounds of the watch: nothing is sent again
+                child.send_signal(signal.SIGTERM)
+                _, err = child.communicate(timeout=60)
+            finally:
+                child.kill()
+                child.wait()
+            titles = receiver.titles()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    events = {e["event"]: e for e in map(json.loads, out.read_text().splitlines())}
+    assert sorted(events) == ["nan", "no_checkpoint"] and len(titles) == 2, err
+    assert all(f"PID {pid}" in event["subject"] for event in events.values())  # the run, by its writer
+    assert "The loss is nan at epoch 3" in events["nan"]["message"]
+    assert "learning rate" in events["nan"]["fix"]
+    assert "7 epochs and no checkpoint has been written" in events["no_checkpoint"]["message"]
+    assert "ModelCheckpoint" in events["no_checkpoint"]["fix"]
+    assert err.splitlines()[-1].endswith("2 event(s) sent this run")
