@@ -9,6 +9,7 @@ and the stall threshold (30 s) is only a generous bound on a tiny compiled epoch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -148,3 +149,46 @@ def test_finished_crashed_stalled_each_once_across_a_restart(tmp_path: Path) -> 
     assert started[1].err.read_text().splitlines()[-1].startswith("tfgpu-tui notify: stopped by SIGTERM")
     written = [tmp_path / "state.json"] + [p for n in started for p in (n.out, n.err)]
     assert all(TOKEN not in path.read_text() for path in written)
+
+
+def test_without_log_it_follows_the_log_of_a_running_tensorflow_job(tmp_path: Path) -> None:
+    """No --log: notify finds the log a running TensorFlow job writes (its stdout, a file), as the Training
+    tab does, and sends that run's end once. Other TensorFlow jobs on the machine may be found too: only
+    this job's log is looked at."""
+    (tmp_path / "child.py").write_text(CHILD)
+    pid = start_child(tmp_path, "finish")
+    log = tmp_path / "finish.log"
+    process = None
+    try:
+        wait_for(lambda: (tmp_path / "finish.ready").exists(), timeout=600)
+        with receiving(TOKEN) as receiver:
+            args = ["--json", "--to", receiver.url, "--state", str(tmp_path / "state.json")]
+            args += ["--interval", "0.5", "--events", EVENTS, "--hostname", "trainbox"]
+            out, err = tmp_path / "notify.out", tmp_path / "notify.err"
+            env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+            with out.open("w") as stdout, err.open("w") as stderr:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
+                    stdout=stdout,
+                    stderr=stderr,
+                    env=env,
+                )
+            wait_for(lambda: f"following {log} (PID {pid}'s stdout)" in err.read_text(), timeout=120)
+            (tmp_path / "finish.go").touch()
+
+            def ours_now() -> list[dict]:
+                events = [json.loads(line) for line in out.read_text().splitlines()]
+                return [event for event in events if str(log) in event["subject"]]
+
+            wait_for(lambda: ours_now(), timeout=300)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=3)  # a few more rounds: nothing about this run is sent again
+            ours = ours_now()
+    finally:
+        if process is not None:
+            process.kill()
+            process.wait()
+        if not ended(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert [event["event"] for event in ours] == ["finished"], ours
+    assert "epoch 3/3" in ours[0]["message"] and f"PID {pid}" in ours[0]["subject"]
