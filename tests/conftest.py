@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,11 @@ def sleepers():
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A real Jupyter server with one idle notebook kernel (tests/jupyter_fixture.py), one per test module."""
+    from jupyter_fixture import idle_notebook_session
+
+    yield from idle_notebook_session(tmp_path_factory.mktemp("jupyter"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fleet_helpers import prometheus_version, query, start_exporter, start_prometheus, stop
 from prometheus_client.parser import text_string_to_metric_families
-from test_tmux_80x24 import Terminal
+from tmux_terminal import Terminal
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.env.checks_mig import check_mig

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_tmux_80x24 import NO_TMUX, Terminal
+from tmux_terminal import NO_TMUX, Terminal
 from waiting import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)

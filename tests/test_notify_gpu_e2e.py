@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_jupyter_e2e import HELD_MIB, NOTEBOOK, jupyter  # noqa: F401 - the real Jupyter server fixture
+from jupyter_fixture import HELD_MIB, NOTEBOOK
 
 from tests.notify_receiver import receiving
 from tests.waiting import wait_for
@@ -31,7 +31,7 @@ def step(scenario: Path, text: str) -> None:
 
 
 def test_stale_kernel_idle_gpus_a_lost_gpu_then_a_full_one_each_once(
-    jupyter: dict,  # noqa: F811 - the fixture imported above
+    jupyter: dict,
     fakenvml_lib_dir: Path,
     tmp_path: Path,
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from sgr_cells import Cell, cells, hard_to_read
-from test_tmux_80x24 import NO_TMUX, Terminal
+from tmux_terminal import NO_TMUX, Terminal
 from waiting import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 from screen_text import screen_lines
-from test_snapshots import READY as SNAPSHOT_READY
-from test_snapshots import probe_ready
+from tab_ready import READY as SNAPSHOT_READY
+from tab_ready import probe_ready
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual_plotext import PlotextPlot
@@ -104,14 +104,14 @@ async def environment_done(pilot: Pilot) -> None:
     """Every check run, the findings listed with the first one's detail."""
     tab = pilot.app.query_one(EnvironmentTab)
     table = tab.query_one("#env-findings", DataTable)
-    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete and table.row_count, 20)
+    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete and table.row_count, 60)
     await pilot.pause(0.5)
 
 
 async def probe_done(pilot: Pilot) -> None:
     """A whole probe run on the simulated GPUs, its results in the table, plot and summary."""
     app, tab = pilot.app, pilot.app.query_one(BatchProbeTab)
-    await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "probe-start", timeout=20)
+    await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "probe-start", timeout=60)
     await pilot.press("ctrl+r")
     await wait_until(pilot, lambda: tab.result is not None and not tab.running, timeout=60)
     await probe_ready(pilot)
