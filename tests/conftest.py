@@ -116,7 +116,7 @@ def sleepers():
 
 
 @pytest.fixture(scope="module")
-def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """A real Jupyter server with one idle notebook kernel (tests/jupyter_fixture.py), one per test module."""
     from jupyter_fixture import idle_notebook_session
 

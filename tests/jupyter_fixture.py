@@ -34,7 +34,7 @@ async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
     raise AssertionError("the kernel never reported idle")
 
 
-def idle_notebook_session(base: Path) -> Iterator[dict]:
+def idle_notebook_session(base: Path) -> Iterator[dict[str, object]]:
     """A real jupyter_server (a non-root base_url) in `base` with one notebook session whose tab has come and
     gone; yields the server's URL, token and runtime dir, the kernel's id and PID, and the server itself."""
     env = {**os.environ, "JUPYTER_DATA_DIR": str(base / "data")}

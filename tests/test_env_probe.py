@@ -121,18 +121,20 @@ def test_stdout_noise_does_not_break_the_json(tmp_path: Path, monkeypatch: pytes
 
 def test_report_is_whole_and_shutdown_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # an atexit handler stands for TensorFlow's interpreter shutdown: the child ends with os._exit after the
-    # report is flushed, so the handler never runs, while prints left without a newline still arrive
+    # report is flushed, so the handler never runs, while prints left without a newline still arrive, from
+    # Python and from native code (the C library's buffered stdout)
     body = (
-        "import atexit, sys\n"
+        "import atexit, ctypes, sys\n"
         "atexit.register(lambda: sys.stderr.write('shutdown ran\\n'))\n"
         "print('no newline', end='')\n"
+        "ctypes.CDLL(None).printf(b'native, no newline')\n"
         "__version__ = '0.0'\n"
     )
     fake_tensorflow(tmp_path, monkeypatch, body)
     outcome = run_inspection(sys.executable, 30)
     assert outcome.ok and outcome.returncode == 0, outcome.message
     assert outcome.data["tensorflow"]["version"] == "0.0"
-    assert "no newline" in outcome.stderr
+    assert "no newline" in outcome.stderr and "native, no newline" in outcome.stderr
     assert "shutdown ran" not in outcome.stderr
 
 

@@ -15,6 +15,7 @@ from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
+from tfgpu_tui.gpu.source import GpuReading
 from tfgpu_tui.settings import Settings
 
 GUARD = 60.0  # only bounds a failure
@@ -207,12 +208,25 @@ def test_a_sample_that_raises_is_said_and_the_feed_goes_on() -> None:
     feed.close(timeout=GUARD)
 
 
+class SlowReadSource(SimulatedSource):
+    """The demo's GPUs, whose every read takes 250 ms on the timer handed in."""
+
+    def __init__(self, timer: list[float]) -> None:
+        super().__init__(gpus=1, clock=lambda: 1_000.0)
+        self.timer = timer
+
+    def read(self) -> GpuReading:
+        self.timer[0] += 0.25
+        return super().read()
+
+
 def test_snapshots_are_stamped_and_timed_by_the_clocks_handed_in() -> None:
     """A test (the snapshots') fixes what the user sees of time: the stamps, and the refresh cost shown."""
     settings = Settings(demo=True)
-    ticks = iter([10.0, 10.25, 42.0])  # the sample starts, ends 250 ms later; then the feed is asked
-    source = SimulatedSource(gpus=1, clock=lambda: 5_000.0)
-    sampler = Sampler(settings, source, clock=lambda: 5_000.0, timer=lambda: next(ticks))
+    timer = [10.0]
+    sampler = Sampler(settings, SlowReadSource(timer), clock=lambda: 5_000.0, timer=lambda: timer[0])
     snapshot = sampler.sample()
-    assert snapshot.timestamp == 5_000.0 and snapshot.sample_ms == 250.0
+    assert snapshot.timestamp == 5_000.0  # the sampler's clock, not the source's
+    assert snapshot.sample_ms == 250.0  # the time the read took, on the timer handed in
+    timer[0] = 42.0
     assert SnapshotFeed(settings, sampler=sampler).timer() == 42.0  # the Monitor times its own work by it

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nohup_child import start_nohup
 from tests.notify_receiver import receiving
 from tests.waiting import wait_for
 
@@ -82,6 +83,16 @@ def test_a_refused_notify_setting_in_the_settings_file_is_one_line_and_exit_2(
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and words in result.stderr and "default" not in result.stderr
     assert TOKEN not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+def test_a_refused_setting_that_an_option_replaces_does_not_stop_notify(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('notify_events = ["nope"]\nnotify_stall_minutes = -3\n')
+    env = dict(environment(tmp_path), TFGPU_TUI_CONFIG=str(config))
+    result = notify(tmp_path, "--json", "--events", "finished", "--stall-minutes", "5", "--to", "x", env=env)
+    *warnings, last = result.stderr.splitlines()
+    assert result.returncode == 2 and "no scheme://" in last  # past the settings, stopped at --to
+    assert len(warnings) == 2 and all(line.startswith("tfgpu-tui: warning: ") for line in warnings)
 
 
 def test_test_reports_per_url_whether_it_was_delivered(tmp_path: Path) -> None:
@@ -220,8 +231,7 @@ def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: P
     (writer died)."""
     log = tmp_path / "train.log"
     (tmp_path / "child.py").write_text(SILENT_CHILD)
-    line = f"nohup {sys.executable} {tmp_path / 'child.py'} > {log} 2>&1 & echo $!"
-    pid = int(subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout)
+    pid = start_nohup(tmp_path / "child.py", log)
     out = tmp_path / "notify.out"
     try:
         wait_for(lambda: "Epoch 2/5" in log.read_text(), timeout=60)
@@ -272,8 +282,7 @@ def test_a_nan_loss_and_no_checkpoint_are_sent_once_each_from_a_live_writer(tmp_
     without writing a checkpoint (the default allows 5): both are sent, once each, while it goes on."""
     log = tmp_path / "train.log"
     (tmp_path / "child.py").write_text(NAN_CHILD)
-    line = f"nohup {sys.executable} {tmp_path / 'child.py'} > {log} 2>&1 & echo $!"
-    pid = int(subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout)
+    pid = start_nohup(tmp_path / "child.py", log)
     out = tmp_path / "notify.out"
     try:
         wait_for(lambda: "Epoch 7/20" in log.read_text(), timeout=60)

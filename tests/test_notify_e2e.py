@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nohup_child import start_nohup
 from tests.notify_receiver import Receiver, receiving
 from tests.waiting import wait_for
 
@@ -59,30 +60,39 @@ CHILD = textwrap.dedent(
     """
 )
 EVENTS = "finished,crashed,nan,stalled,writer_died"
+MODES = ("finish", "crash", "stall")
 
 
 def start_child(folder: Path, mode: str) -> int:
-    """`nohup python child.py MODE > MODE.log 2>&1 &` from a shell; returns the child's PID."""
-    script = folder / "child.py"
-    log = folder / f"{mode}.log"
+    """`nohup python child.py MODE FOLDER > MODE.log 2>&1 &` from a shell; returns the child's PID."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    line = f"nohup {sys.executable} {script} {mode} {folder} > {log} 2>&1 & echo $!"
-    started = subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env, check=True)
-    return int(started.stdout.strip())
+    return start_nohup(folder / "child.py", folder / f"{mode}.log", mode, str(folder), env=env)
 
 
 class Notify:
-    """One notify process and what it printed."""
+    """One notify process and what it printed; `modes`: the children whose logs it follows by --log (none:
+    it looks for the logs of running TensorFlow jobs itself). No settings file or $TFGPU_TUI_NOTIFY of the
+    machine's reaches it."""
 
-    def __init__(self, folder: Path, receiver: Receiver, name: str) -> None:
-        logs = [
-            arg for mode in ("finish", "crash", "stall") for arg in ("--log", str(folder / f"{mode}.log"))
-        ]
+    def __init__(
+        self,
+        folder: Path,
+        receiver: Receiver,
+        name: str,
+        modes: tuple[str, ...] = ("finish", "crash", "stall"),
+    ) -> None:
+        logs = [arg for mode in modes for arg in ("--log", str(folder / f"{mode}.log"))]
         args = [*logs, "--json", "--to", receiver.url, "--state", str(folder / "state.json")]
         args += ["--interval", "0.5", "--stall-minutes", "0.5", "--events", EVENTS, "--hostname", "trainbox"]
         self.out = folder / f"{name}.out"
         self.err = folder / f"{name}.err"
-        env = {**os.environ, "XDG_RUNTIME_DIR": str(folder / "run")}
+        env = {
+            **os.environ,
+            "XDG_RUNTIME_DIR": str(folder / "run"),
+            "XDG_CONFIG_HOME": str(folder / "config"),
+        }
+        env.pop("TFGPU_TUI_NOTIFY", None)
+        env.pop("TFGPU_TUI_CONFIG", None)
         with self.out.open("w") as out, self.err.open("w") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "tfgpu_tui", "notify", *args], stdout=out, stderr=err, env=env
@@ -158,37 +168,26 @@ def test_without_log_it_follows_the_log_of_a_running_tensorflow_job(tmp_path: Pa
     (tmp_path / "child.py").write_text(CHILD)
     pid = start_child(tmp_path, "finish")
     log = tmp_path / "finish.log"
-    process = None
+    notify = None
     try:
         wait_for(lambda: (tmp_path / "finish.ready").exists(), timeout=600)
         with receiving(TOKEN) as receiver:
-            args = ["--json", "--to", receiver.url, "--state", str(tmp_path / "state.json")]
-            args += ["--interval", "0.5", "--events", EVENTS, "--hostname", "trainbox"]
-            out, err = tmp_path / "notify.out", tmp_path / "notify.err"
-            env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")}
-            with out.open("w") as stdout, err.open("w") as stderr:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
-                    stdout=stdout,
-                    stderr=stderr,
-                    env=env,
-                )
-            wait_for(lambda: f"following {log} (PID {pid}'s stdout)" in err.read_text(), timeout=120)
+            notify = Notify(tmp_path, receiver, "discovering", modes=())
+            wait_for(lambda: f"following {log} (PID {pid}'s stdout)" in notify.err.read_text(), timeout=120)
             (tmp_path / "finish.go").touch()
 
-            def ours_now() -> list[dict]:
-                events = [json.loads(line) for line in out.read_text().splitlines()]
-                return [event for event in events if str(log) in event["subject"]]
+            def ours() -> list[dict]:
+                return [event for event in notify.events() if str(log) in event["subject"]]
 
-            wait_for(lambda: ours_now(), timeout=300)
+            wait_for(ours, timeout=300)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=3)  # a few more rounds: nothing about this run is sent again
-            ours = ours_now()
+                notify.process.wait(timeout=3)  # a few more rounds: nothing about this run is sent again
+            sent = ours()
     finally:
-        if process is not None:
-            process.kill()
-            process.wait()
+        if notify is not None:
+            notify.process.kill()
+            notify.process.wait()
         if not ended(pid):
             os.kill(pid, signal.SIGKILL)
-    assert [event["event"] for event in ours] == ["finished"], ours
-    assert "epoch 3/3" in ours[0]["message"] and f"PID {pid}" in ours[0]["subject"]
+    assert [event["event"] for event in sent] == ["finished"], sent
+    assert "epoch 3/3" in sent[0]["message"] and f"PID {pid}" in sent[0]["subject"]

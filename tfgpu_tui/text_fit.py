@@ -1,5 +1,5 @@
 """Fitting text to a width without cutting a word in two: a line's words that fit, then " …"; a path too
-long for a line broken after a "/".
+long for a line broken before a "/".
 
 Pure functions, no I/O.
 """
@@ -31,19 +31,24 @@ def whole_words(text: str, limit: int) -> str:
     return f"{words} {ELLIPSIS}"
 
 
+# Before each "/" that follows a name: not inside "//" or after ":" (a URL's "https://host" stays together).
+_BEFORE_A_SLASH = re.compile(r"(?<![:/])(?=/)")
+
+
 def break_long_words(text: str, width: int) -> str:
-    """`text` with each word longer than `width` cells (a path, mostly) broken into lines after a "/", so
-    that a wrapping widget never folds it inside a name; a part with no "/" to break at stays whole."""
+    """`text` with each word longer than `width` cells (a path, mostly) broken into lines before a "/", so
+    that a wrapping widget never folds it inside a name; a part with no "/" to break at stays whole.
+    Whitespace (spaces, tabs, newlines) is kept as it is."""
     if width < 2:
         return text
-    return "\n".join(" ".join(_broken(word, width) for word in line.split(" ")) for line in text.split("\n"))
+    return "".join(_broken(part, width) for part in re.split(r"(\s+)", text))
 
 
 def _broken(word: str, width: int) -> str:
-    if cell_len(word) <= width:
+    if word.isspace() or cell_len(word) <= width:
         return word
     lines, current = [], ""
-    for part in filter(None, re.split(r"(?=/)", word)):  # "/root/venv" -> "/root", "/venv"
+    for part in filter(None, _BEFORE_A_SLASH.split(word)):  # "/root/venv" -> "/root", "/venv"
         if current and cell_len(current + part) > width:
             lines.append(current)
             current = ""

@@ -21,8 +21,14 @@ from tfgpu_tui.settings import INTERVAL, MINUTES
 PROG = "tfgpu-tui notify"
 DEFAULT_INTERVAL = 5.0  # seconds between GPU samples: events need no faster, and it idles cheaper
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
-# settings-file keys whose refused value stops notify (exit 2) rather than falling back to the default
-NOTIFY_KEYS = ("notify_urls", "notify_events", "notify_stall_minutes", "notify_idle_minutes")
+# Settings-file keys whose refused value stops notify (exit 2) rather than falling back to the default,
+# unless the option named beside it replaces the value (the file's URLs are always used, beside --to).
+NOTIFY_KEYS = {
+    "notify_urls": None,
+    "notify_events": "events",
+    "notify_stall_minutes": "stall_minutes",
+    "notify_idle_minutes": "idle_minutes",
+}
 TEST_TITLE = "tfgpu-tui notify test from {host}"
 TEST_BODY = "If you read this, tfgpu-tui notify can reach you here."
 
@@ -106,7 +112,8 @@ def configure(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     for log in args.logs:
         if (refusal := special_file_refusal(log)) is not None:
             raise ValueError(f"--log {refusal}")
-    settings = settings_from_args(args, required=NOTIFY_KEYS)  # what to send where: no default stands in
+    required = [key for key, option in NOTIFY_KEYS.items() if option is None or getattr(args, option) is None]
+    settings = settings_from_args(args, required=required)  # what to send where: no default stands in
     given = getattr(args, "interval", None)
     settings.interval = DEFAULT_INTERVAL if given is None else given
     for option, field in (

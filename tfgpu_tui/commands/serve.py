@@ -140,7 +140,7 @@ def _least(settings: Settings) -> Settings:
     """A copy of `settings` with least privilege on (what a session will run with)."""
     from dataclasses import replace
 
-    return replace(settings, least_privilege=True, config_warnings=[])
+    return replace(settings, least_privilege=True, config_warnings=[], config_refused={})
 
 
 def session_command(arguments: list[str], python: str | None = None) -> list[str]:

@@ -290,7 +290,7 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
         executable=data.get("executable"),
         prefix=data.get("prefix"),
         kind=interpreter_kind(data),
-        packages=dict(data.get("packages") or {}),
+        packages=readable_packages(data.get("packages")),
         pip_libraries=_libraries(list(data.get("pip_libraries") or []), "pip"),
         tensorflow_dir=data.get("tensorflow_dir"),
         and_cuda_requirements=[str(item) for item in data.get("and_cuda_requirements") or []],
@@ -299,6 +299,24 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
         libcuda_error=(data.get("libcuda") or {}).get("error"),
         in_container=data.get("container"),
     )
+
+
+_DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_VERSION = re.compile(r"[0-9A-Za-z.+!_-]{1,64}")
+UNREADABLE_VERSION = "unreadable"
+
+
+def readable_packages(raw: object) -> dict[str, str]:
+    """The target's installed distributions (lower-case name -> version) as its metadata gave them, each
+    checked: fixes print them into shell lines, so a name that is not a distribution name is dropped and a
+    version with anything but letters, digits and ``.+!_-`` (a newline, a ``;``) becomes "unreadable"."""
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        name: version if isinstance(version, str) and _VERSION.fullmatch(version) else UNREADABLE_VERSION
+        for name, version in raw.items()
+        if isinstance(name, str) and _DISTRIBUTION_NAME.fullmatch(name)
+    }
 
 
 _NVCC_RELEASE = re.compile(r"release (?P<release>[\d.]+), V(?P<full>[\d.]+)")

@@ -175,7 +175,8 @@ def _replaced_pins(facts: EnvFacts, missing: dict[str, str]) -> str:
     for name, spec in sorted(missing.items()):
         version = _installed(facts, name)
         if version is not None:
-            lower_first = ",".join(sorted(spec.split(","), key=lambda part: part.startswith("<")))
+            parts = [part.strip() for part in spec.split(",")]
+            lower_first = ",".join(sorted(parts, key=lambda part: part.startswith("<")))
             replaced.append(f"{name} {version} (pinned {lower_first})")
     if not replaced:
         return ""

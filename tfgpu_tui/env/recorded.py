@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts
+from tfgpu_tui.env.facts import EnvFacts, InterpreterFacts, LibraryFile, NvccFacts, readable_packages
 from tfgpu_tui.env.nvml_facts import NvmlFacts
 from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
@@ -60,6 +60,7 @@ def facts_from_dict(data: dict[str, Any]) -> EnvFacts:
     """EnvFacts from its JSON form."""
     interpreter = dict(data["interpreter"])
     interpreter["pip_libraries"] = [_library(item) for item in interpreter.get("pip_libraries", [])]
+    interpreter["packages"] = readable_packages(interpreter.get("packages", {}))
     return EnvFacts(
         nvml=_nvml(data["nvml"]),
         interpreter=InterpreterFacts(**interpreter),

@@ -176,11 +176,19 @@ def main():
     return 0
 
 
+def flush_c_streams() -> None:
+    """Flush the C library's stdio buffers: native code (TensorFlow's, a plugin's) may have printed to them,
+    and os._exit does not flush them as a normal exit does. Run by tf_inspection (PYTHONUNBUFFERED=1), they
+    are unbuffered already; this keeps the output whole when the script is run another way."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+
+
 if __name__ == "__main__":
-    status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # The report is written and flushed, and this child holds nothing else to save: os._exit skips the
-    # interpreter's shutdown, where TensorFlow's atexit handlers and module teardown run (about half a second
-    # on a CUDA build, docs/performance.md).
+    status = main()  # flushes Python's streams and the report
+    flush_c_streams()
+    # Nothing else is left to save: os._exit skips the interpreter's shutdown, where TensorFlow's atexit
+    # handlers and module teardown run (about half a second on a CUDA build, docs/performance.md).
     os._exit(status)

@@ -248,7 +248,8 @@ class SnapshotFeed:
 
     def _failure(self, message: str) -> Snapshot:
         error = NvmlUnavailable("internal", message, "This is a bug in tfgpu-tui; restarting it may help")
-        return Snapshot(time.time(), self.settings.demo, error, None, [], [], None, [])
+        now = self._sampler.clock() if self._sampler is not None else time.time()
+        return Snapshot(now, self.settings.demo, error, None, [], [], None, [])
 
     def _close_sampler(self) -> None:
         sampler = self._sampler
