@@ -87,6 +87,18 @@ def test_unresolved_rows_are_kept_with_their_marker() -> None:
     assert _cell(rows, 0, "memory") == "1000 MiB"
 
 
+def test_a_guessed_pairing_says_probably_first_even_where_the_command_is_cut() -> None:
+    """At 80 columns the command column keeps about 20 cells: a pairing by start order must still read as a
+    guess there (it read "[NVML PID 24823, …" with "probably" cut off)."""
+    from tfgpu_tui.text_fit import whole_words
+
+    guess = Attribution.START_ORDER
+    paired = _process(16, gpu_memory_mib=4096.0, attribution=guess, host_pid=24823, command="python eval.py")
+    command = str(_cell(build_process_rows(_snapshot([paired])), 0, "command"))
+    assert command.startswith("[probably NVML PID 24823, by start order]") and command.endswith("eval.py")
+    assert whole_words(command, 20) == "[probably NVML PID …"
+
+
 def test_jupyter_kernels_show_notebook_or_kernel_id() -> None:
     named = _process(
         1, jupyter=JupyterKernel("abc", "work/train.ipynb", execution_state="idle"), command="python -m x"

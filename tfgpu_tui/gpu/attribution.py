@@ -155,8 +155,9 @@ def attribution_tag(row: ProcessRow) -> str:
     if not basis.local:
         kind = "unresolved" if basis is Attribution.UNRESOLVED else "other namespace"
         return f"{kind}: NVML PID {row.nvml_pid}"
-    how = "probably, by start order" if basis.guess else "by device file"
-    return f"NVML PID {row.nvml_pid}, {how}" if row.host_pid is not None else how
+    if basis.guess:  # "probably" first: a narrow command column keeps the label's first words
+        return f"probably NVML PID {row.nvml_pid}, by start order" if row.host_pid is not None else "probably"
+    return f"NVML PID {row.nvml_pid}, by device file" if row.host_pid is not None else "by device file"
 
 
 def memory_tag(row: ProcessRow) -> str:
