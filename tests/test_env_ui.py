@@ -202,3 +202,26 @@ async def test_a_long_fix_is_whole_on_screen_on_rows_of_its_own(
         footer_top = size[1] - 1
         assert widget.region.y > 0 and widget.region.bottom <= footer_top, "whole, without scrolling"
         assert widget.region.height == len(shown)
+
+
+@pytest.mark.parametrize("height", [20, 22, 24])
+async def test_the_selected_finding_is_brought_into_view_below_the_header(height: int) -> None:
+    """Below 100 columns the list shows a few findings under its header. A check that ran while the tab was
+    laid out again (a loaded machine) left the selected finding one line below the view: the scroll counted
+    the header's line as a row's. From every scroll position, the selected finding is brought into view."""
+    from tfgpu_tui.ui.environment import FindingsTable
+
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(80, height)) as pilot:
+        tab = app.query_one(EnvironmentTab)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
+        table = app.query_one(FindingsTable)
+        tab.reveal("cuda_libraries")
+        await wait_until(pilot, lambda: getattr(tab.selected_finding(), "id", "") == "cuda_libraries")
+        rows_shown = table.size.height - table.header_height
+        assert table.cursor_row >= rows_shown  # below the first screenful
+        for top in range(int(table.max_scroll_y) + 1):
+            table.scroll_to(y=top, animate=False, immediate=True)
+            table.keep_cursor_in_view()
+            first = int(table.scroll_y)
+            assert first <= table.cursor_row < first + rows_shown, (top, first, table.cursor_row)

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.geometry import Region
+from textual.geometry import Region, Spacing
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -108,8 +108,10 @@ class FindingsTable(DataTable):
 
     def keep_cursor_in_view(self) -> None:
         """Scroll so that the selected row shows: move_cursor scrolls only when the row changes, and against
-        the size the table had then."""
-        self.scroll_to_region(Region(0, self.cursor_row, 1, 1), animate=False, immediate=True)
+        the size the table had then. The header stays on the top line, above the rows (one line each)."""
+        header = self.header_height if self.show_header else 0
+        row = Region(0, header + self.cursor_row, 1, 1)
+        self.scroll_to_region(row, spacing=Spacing(header, 0, 0, 0), animate=False, immediate=True)
 
 
 class EnvironmentTab(DashboardTab):
