@@ -11,6 +11,7 @@ from tfgpu_tui.env.checks_libraries import check_cuda_libraries
 from tfgpu_tui.env.facts import EnvFacts, ld_library_path_libraries, library_from_path
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.library_set import PACKAGE_LIBRARIES, lower_bound, needed_libraries
+from tfgpu_tui.env.library_versions import HEADERS
 from tfgpu_tui.env.recorded import load_recording
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
@@ -115,6 +116,57 @@ def test_a_stale_cudnn_on_ld_library_path_is_named_with_both_versions(tmp_path: 
     # the fix run: the directory dropped from LD_LIBRARY_PATH, the pip copy is found and accepted
     fixed = facts_for(tmp_path / "fixed", "2.15.1", ["/usr/local/nvidia/lib64"])
     assert check_cuda_libraries(fixed, None).status is Status.OK
+
+
+def write_headers(site: Path, older: str = "") -> None:
+    """The version headers the pip NVIDIA packages ship in nvidia/<name>/include, each giving the package's
+    version to the parts its macros hold (three; CUDART_VERSION two); `older`: a stem one patch older."""
+    for info in site.glob("nvidia_*.dist-info"):
+        name, _, version_text = info.name.removesuffix(".dist-info").partition("-")
+        version = [int(part) for part in version_text.split(".")]
+        base = name.rsplit("_cu", 1)[0].removeprefix("nvidia_")
+        include = site / "nvidia" / base / "include"
+        for stem in PACKAGE_LIBRARIES.get("nvidia-" + base.replace("_", "-"), ()):
+            if stem not in HEADERS:
+                continue
+            header, macros = HEADERS[stem]
+            parts = version[:3]
+            if stem == older:
+                parts[2] -= 1
+            include.mkdir(exist_ok=True)
+            if macros == ("CUDART_VERSION",):
+                text = f"#define CUDART_VERSION {parts[0] * 1000 + parts[1] * 10}\n"
+            else:
+                text = "".join(f"#define {macro} {part}\n" for macro, part in zip(macros, parts, strict=True))
+            (include / header).write_text(text)
+
+
+def test_versions_read_from_headers_are_judged_to_the_parts_they_give(tmp_path: Path) -> None:
+    # 2.15.1 pins each package exactly (cuBLAS ==12.2.5.6); the header gives 12.2.5, which meets it
+    facts = facts_for(tmp_path, "2.15.1", [])
+    write_headers(tmp_path / "venv" / "lib" / "python3.11" / "site-packages")
+    facts = _reread(facts)
+    cublas = next(library for library in facts.interpreter.pip_libraries if library.stem == "libcublas")
+    assert cublas.version == (12, 2, 5) and cublas.version_source == "cublas_api.h"
+    cudart = next(library for library in facts.interpreter.pip_libraries if library.stem == "libcudart")
+    assert cudart.version == (12, 2) and cudart.version_source == "cuda_runtime_api.h"
+    verdict = check_cuda_libraries(facts, None)
+    assert verdict.status is Status.OK, verdict.detail
+    # a header one patch below the pin is still older than it
+    site = tmp_path / "older" / "venv" / "lib" / "python3.11" / "site-packages"
+    older = facts_for(tmp_path / "older", "2.15.1", [])
+    write_headers(site, older="libcusolver")
+    verdict = check_cuda_libraries(_reread(older), None)
+    assert verdict.status is Status.WARNING
+    assert "libcusolver 11.5.1 (read from cusolver_common.h) from pip" in verdict.detail
+    assert "older than the 11.5.2.141 TF 2.15.1 needs" in verdict.detail
+
+
+def _reread(facts: EnvFacts) -> EnvFacts:
+    """The facts with the pip libraries' versions read again (after headers were written beside them)."""
+    libraries = [library_from_path(library.path, "pip") for library in facts.interpreter.pip_libraries]
+    interpreter = dataclasses.replace(facts.interpreter, pip_libraries=[lib for lib in libraries if lib])
+    return dataclasses.replace(facts, interpreter=interpreter)
 
 
 def test_a_missing_cufft_fails_with_the_whole_extra_as_fix(tmp_path: Path) -> None:

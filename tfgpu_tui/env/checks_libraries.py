@@ -146,11 +146,13 @@ def _judge(
 
 def _accepted(library: LibraryFile, needed: NeededLibrary) -> bool:
     """TensorFlow's rule: cuDNN of the same major and at least the build's minor; the other libraries at
-    least the pin's lower bound, judged only where the version was read beyond the soname."""
+    least the pin's lower bound, judged only where the version was read beyond the soname and only to the
+    parts it was read to (a header gives three, cuda_runtime_api.h two: cuBLAS 11.11.3 read from
+    cublas_api.h meets the pin 11.11.3.6, CUDA runtime 11.8 meets 11.8.89)."""
     version = library.version or ()
     if library.version_source == "file name" and len(version) < 3:
         return needed.stem != "libcudnn" or len(version) < 2 or version[:2] >= needed.minimum[:2]
-    size = 2 if needed.stem == "libcudnn" else len(needed.minimum)
+    size = 2 if needed.stem == "libcudnn" else min(len(version), len(needed.minimum))
     return version[:size] >= needed.minimum[:size]
 
 
