@@ -15,6 +15,7 @@ from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.recorded import demo_recording, facts_from_dict, load_recording, recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
 from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
+from tfgpu_tui.gpu.model import NvmlUnavailable
 
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 PY = "/home/ana/venvs/tf/bin/python"
@@ -54,6 +55,21 @@ def test_driver_too_old_for_tf_cuda() -> None:
     fallback = found["gpus_visible"]
     assert fallback.status is Status.FAILURE and "driver" in fallback.detail.lower()
     assert found["log:DRIVER_INSUFFICIENT"].status is Status.FAILURE
+
+
+def test_a_driver_that_lists_no_gpu_is_still_compared_with_tf_cuda() -> None:
+    no_gpu = NvmlUnavailable("no_devices", "The NVIDIA driver is running but reports no GPUs.", "-")
+    for name, want in (("all_good", Status.OK), ("driver_too_old", Status.FAILURE)):
+        facts, inspection = load_recording(FIXTURES / f"{name}.json")
+        facts = _with(facts, nvml=dataclasses.replace(facts.nvml, error=no_gpu, devices=[], readings=[]))
+        found = {finding.id: finding for finding in evaluate(facts, inspection)}
+        assert found["driver"].status is Status.WARNING
+        assert found["driver_cuda"].status is want, found["driver_cuda"].detail
+    assert "Driver 470.82.01 is older than CUDA" in found["driver_cuda"].detail
+    # NVML not started at all: nothing to compare
+    facts = _with(facts, nvml=dataclasses.replace(facts.nvml, driver=None))
+    found = {finding.id: finding for finding in evaluate(facts, inspection)}
+    assert found["driver_cuda"].status is Status.SKIPPED
 
 
 def test_cudnn8_where_tf_needs_9() -> None:

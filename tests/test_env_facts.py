@@ -101,6 +101,13 @@ def test_nvml_unavailable_is_a_reason_not_a_crash() -> None:
     assert facts.devices == []
 
 
+def test_a_driver_that_lists_no_gpu_gives_its_version_with_the_error() -> None:
+    facts = read_nvml_facts(NvmlSource(nvml=FakePynvml(gpus=[])))
+    assert facts.error is not None and facts.error.kind == "no_devices"
+    assert facts.driver is not None and facts.driver.driver_version == "550.54.15"
+    assert facts.devices == []
+
+
 def test_collect_facts_reads_the_given_environment(tmp_path: Path) -> None:
     facts = collect_facts(sys.executable, {"CUDA_VISIBLE_DEVICES": "", "LD_LIBRARY_PATH": str(tmp_path)})
     assert facts.env_vars == {"CUDA_VISIBLE_DEVICES": "", "LD_LIBRARY_PATH": str(tmp_path)}

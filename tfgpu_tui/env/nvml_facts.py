@@ -32,7 +32,7 @@ def read_nvml_facts(source: NvmlSource | None = None) -> NvmlFacts:
     try:
         reading = source.read()
         if reading.error is not None:
-            return NvmlFacts(reading.error, None)
+            return NvmlFacts(reading.error, source.driver_info())  # a driver that lists no GPU has a version
         info = source.device_info()
         return NvmlFacts(None, reading.driver, info, list(reading.processes), list(reading.devices))
     finally:

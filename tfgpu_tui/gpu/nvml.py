@@ -201,6 +201,7 @@ class NvmlSource:
             self._shutdown()
             return
         if count == 0:
+            self._driver = self._read_driver(nvml)  # the driver runs; only the GPUs are missing
             self._error = NvmlUnavailable(
                 "no_devices",
                 "The NVIDIA driver is running but reports no GPUs.",
@@ -350,6 +351,11 @@ class NvmlSource:
             elif transient is not None:
                 transient[name] = str(exc) or type(exc).__name__
             return None
+
+    def driver_info(self) -> DriverInfo | None:
+        """The driver NVML reported at start-up, also where it lists no GPU (`read` then gives the error);
+        None where NVML did not start."""
+        return self._driver
 
     def device_info(self) -> list[DeviceInfo]:
         """Static facts of every GPU that answered at start-up."""
