@@ -149,6 +149,22 @@ def test_driver_fix_suggests_only_releases_with_a_wheel_for_this_python() -> Non
     )
 
 
+def test_a_tensorflow_built_against_numpy_1_gets_numpy_below_2_where_numpy_2_is_installed() -> None:
+    # driver 525.60.13 runs CUDA 11.8 (TF 2.14); a 2.21 venv holds numpy 2.4.6, which 2.14.0 does not cap
+    facts = facts_with(tensorflow="2.21.0", numpy="2.4.6")
+    fix = fixes.driver_fix(facts, "555.42.02", (525, 60, 13))
+    assert "or use TF 2.14.0 (CUDA 11.8)" in fix
+    assert "'nvidia-nccl-cu11==2.16.5' 'numpy<2'   # the [and-cuda] pins of 2.14.0" in fix
+    assert fixes.gpu_install(facts, "2.15.1").startswith(
+        f"{PIP} install 'tensorflow[and-cuda]==2.15.1' 'numpy<2'"
+    )
+    recipe = fixes.gpu_install(facts, "2.13.1", offer_upgrade=False)
+    assert recipe.startswith(f"{PIP} install 'tensorflow==2.13.1' ") and "'numpy<2' && export" in recipe
+    # TensorFlow 2.18 and later are built against NumPy 2; NumPy 1 needs nothing
+    assert "numpy" not in fixes.gpu_install(facts, "2.18.0")
+    assert "numpy" not in fixes.driver_fix(facts_with(numpy="1.26.4"), "555.42.02", (525, 60, 13))
+
+
 def test_elsewhere_than_linux_x86_64_the_plain_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fixes, "and_cuda_platform", lambda: False)
     fix = fixes.gpu_install(facts_with(), "2.18.0")

@@ -20,6 +20,7 @@ REPLACED_NAMED = 3  # the install comment names this many of the CUDA packages i
 # Pins that do not install from wheels (tensorrt 8.5.3.1 and 8.6.1.post1 have none); left out of the fix.
 UNINSTALLABLE_PINS = {"tensorrt", "tensorrt-bindings", "tensorrt-libs"}
 BETTER_RELEASE = {"2.15.0": "2.15.1"}  # 2.15.0[and-cuda] pins a TensorRT without a wheel; 2.15.1 dropped it
+NUMPY2_FIRST = (2, 18)  # the first TensorFlow built against NumPy 2; older ones fail to import under NumPy 2
 # TensorFlow before 2.14 (CUDA 11.2/11.8 builds, cuDNN 8): the CUDA 11.8 pip packages, cuDNN 8.6, found
 # only through LD_LIBRARY_PATH (those builds have no RUNPATH into site-packages/nvidia).
 CUDA11_PACKAGES = (
@@ -131,7 +132,7 @@ def gpu_install(
     if numbers[:2] < AND_CUDA_FIRST:
         return _cuda11_recipe(facts, tf_version, offer_upgrade)
     if not and_cuda_platform():
-        return pip(facts, f"install 'tensorflow=={tf_version}'") + (
+        return pip(facts, f"install 'tensorflow=={tf_version}'{numpy_pin(facts, tf_version)}") + (
             "   # tensorflow[and-cuda] brings CUDA libraries on Linux x86_64 only"
         )
     target = release_to_install(tf_version)
@@ -148,12 +149,22 @@ def gpu_install(
         )
     if _has_uninstallable_pin(target):
         packages = " ".join(f"'{name}{spec}'" for name, spec in sorted(missing.items()))
-        command = pip(facts, f"install 'tensorflow=={target}' {packages}".rstrip())
+        command = pip(facts, f"install 'tensorflow=={target}' {packages}".rstrip() + numpy_pin(facts, target))
         return command + f"   # the [and-cuda] pins of {target} without TensorRT (it has no wheel)"
-    command = pip(facts, f"install 'tensorflow[and-cuda]=={target}'")
+    command = pip(facts, f"install 'tensorflow[and-cuda]=={target}'{numpy_pin(facts, target)}")
     if replacing:
         return command  # the caller's uninstall says what it replaces
     return command + _what_it_does(installed, target) + _replaced_pins(facts, missing)
+
+
+def numpy_pin(facts: EnvFacts, tf_version: str) -> str:
+    """ " 'numpy<2'" where the command installs a TensorFlow built against NumPy 1 into an environment that
+    holds NumPy 2: pip keeps it where the release does not cap numpy (2.14.0 asks only numpy>=1.23.5), and
+    `import tensorflow` then fails. "" otherwise."""
+    numpy = compat.version_tuple(_installed(facts, "numpy"))
+    if numpy is None or numpy[0] < 2 or (compat.version_tuple(tf_version) or ())[:2] >= NUMPY2_FIRST:
+        return ""
+    return " 'numpy<2'"
 
 
 def _what_it_does(installed: dict[str, str], target: str) -> str:
@@ -200,6 +211,8 @@ def _cuda11_recipe(facts: EnvFacts, tf_version: str, offer_upgrade: bool) -> str
         + " -c \"import glob, nvidia; print(':'.join(sorted(glob.glob(nvidia.__path__[0] + '/*/lib'))))\")"
         + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     )
+    if numpy_pin(facts, tf_version):
+        wanted.append("numpy<2")
     install = pip(facts, "install " + " ".join(f"'{package}'" for package in wanted)) if wanted else ""
     recipe = f"{install} && {export}" if install else export
     upgrade = newest_for_python(python, AND_CUDA_FIRST) if offer_upgrade and and_cuda_platform() else None
