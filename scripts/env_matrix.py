@@ -418,11 +418,22 @@ def run_case(case: Case, work: Path, mode: str) -> Result:
         _run_program(case, python, env_after, work, result, before_fix=False)
     _, findings_after, _ = run_check(python, env_after)
     result.after = {check_id: findings_after.get(check_id, {}).get("status", "absent") for check_id in broken}
-    still = [check_id for check_id, status in result.after.items() if status in ("warning", "failure")]
-    result.fix_outcome = "ran; finding gone" if not still else "ran; still " + ", ".join(still)
-    if still:
-        result.problems.append("the fix ran but the finding stayed: " + ", ".join(still))
+    result.fix_outcome, problem = outcome_after_fix(result.after)
+    if problem:
+        result.problems.append(problem)
     return result
+
+
+def outcome_after_fix(after: dict[str, str]) -> tuple[str, str]:
+    """(the "fix run" cell, the problem or "") from the statuses of the fixed checks after the fix: the
+    finding is gone only where each is ok; a check skipped after it (TensorFlow broken) tells nothing."""
+    still = [check_id for check_id, status in after.items() if status in ("warning", "failure")]
+    if still:
+        return "ran; still " + ", ".join(still), "the fix ran but the finding stayed: " + ", ".join(still)
+    unknown = [f"{check_id} {status}" for check_id, status in after.items() if status != "ok"]
+    if unknown:
+        return "ran; " + ", ".join(unknown), "after the fix the check cannot tell: " + ", ".join(unknown)
+    return "ran; finding gone", ""
 
 
 def _run_program(

@@ -78,3 +78,17 @@ def test_a_comment_ends_the_runnable_part_so_an_alternative_after_it_is_not_run(
         f"or keep it: {PY} -m pip install 'nvidia-cublas-cu11==11.11.3.6' && export LD_LIBRARY_PATH=/x"
     )
     assert runnable(fix, PY) == f"{PY} -m pip install 'tensorflow[and-cuda]==2.21.0'"
+
+
+def test_a_finding_is_gone_only_where_the_check_is_ok_after_the_fix() -> None:
+    outcome = load().outcome_after_fix
+    assert outcome({"driver_cuda": "ok"}) == ("ran; finding gone", "")
+    assert outcome({"keras": "ok", "cuda_libraries": "warning"}) == (
+        "ran; still cuda_libraries",
+        "the fix ran but the finding stayed: cuda_libraries",
+    )
+    # TensorFlow broken by the fix: driver_cuda is skipped, which is no evidence the finding went away
+    assert outcome({"driver_cuda": "skipped"}) == (
+        "ran; driver_cuda skipped",
+        "after the fix the check cannot tell: driver_cuda skipped",
+    )
