@@ -113,6 +113,8 @@ def test_collect_facts_reads_the_given_environment(tmp_path: Path) -> None:
     assert facts.env_vars == {"CUDA_VISIBLE_DEVICES": "", "LD_LIBRARY_PATH": str(tmp_path)}
     assert facts.ld_library_dirs == [str(tmp_path)]
     assert facts.interpreter.error == ""
+    numpy = pytest.importorskip("numpy")  # the fixes read its version (TensorFlow before 2.18 needs NumPy 1)
+    assert facts.interpreter.packages["numpy"] == numpy.__version__
 
 
 def test_an_old_python_target_is_too_old_not_broken(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ packages = {}
 if metadata is not None:
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name.startswith(WANTED):
+        if name.startswith(WANTED) or name == "numpy":
             packages[name] = dist.version
 libs = []
 for entry in sys.path:
