@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -225,6 +226,30 @@ SILENT_CHILD = (
 )
 
 
+@contextlib.contextmanager
+def notify_running(tmp_path: Path, out: Path, args: list[str]) -> Iterator[subprocess.Popen]:
+    """A notify process with these arguments, its stdout to `out`; killed on the way out if still running."""
+    with out.open("w") as stdout:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tfgpu_tui", "notify", *args],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(tmp_path),
+        )
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def terminated(child: subprocess.Popen) -> str:
+    """End a notify as `kill` does (SIGTERM); what it wrote on stderr."""
+    child.send_signal(signal.SIGTERM)
+    return child.communicate(timeout=60)[1]
+
+
 def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: Path) -> None:
     """A real `nohup python child.py > train.log` mid-epoch: silent past --stall-minutes while alive
     (stalled, which also shows notify knows the writer), then SIGKILLed, which writes nothing to its log
@@ -238,23 +263,11 @@ def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: P
         with receiving(TOKEN) as receiver:
             args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
             args += ["--to", receiver.url, "--events", "stalled,writer_died", "--stall-minutes", "0.01"]
-            with out.open("w") as stdout:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
-                    stdout=stdout,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=environment(tmp_path),
-                )
-            try:
+            with notify_running(tmp_path, out, args) as child:
                 wait_for(lambda: len(receiver.messages) == 1, timeout=60)
                 os.kill(pid, signal.SIGKILL)
                 wait_for(lambda: len(receiver.messages) == 2, timeout=60)
-                child.send_signal(signal.SIGTERM)
-                _, err = child.communicate(timeout=60)
-            finally:
-                child.kill()
-                child.wait()
+                err = terminated(child)
             titles = receiver.titles()
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -289,23 +302,11 @@ def test_a_nan_loss_and_no_checkpoint_are_sent_once_each_from_a_live_writer(tmp_
         with receiving(TOKEN) as receiver:
             args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
             args += ["--to", receiver.url, "--events", "nan,no_checkpoint,finished,crashed"]
-            with out.open("w") as stdout:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "tfgpu_tui", "notify", *args],
-                    stdout=stdout,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=environment(tmp_path),
-                )
-            try:
+            with notify_running(tmp_path, out, args) as child:
                 wait_for(lambda: len(receiver.messages) == 2, timeout=60)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(timeout=3)  # a few more rounds of the watch: nothing is sent again
-                child.send_signal(signal.SIGTERM)
-                _, err = child.communicate(timeout=60)
-            finally:
-                child.kill()
-                child.wait()
+                err = terminated(child)
             titles = receiver.titles()
     finally:
         with contextlib.suppress(ProcessLookupError):
