@@ -217,7 +217,13 @@ async def test_the_selected_finding_is_brought_into_view_below_the_header(height
         await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         table = app.query_one(FindingsTable)
         tab.reveal("cuda_libraries")
-        await wait_until(pilot, lambda: getattr(tab.selected_finding(), "id", "") == "cuda_libraries")
+
+        def shown() -> bool:  # selected, and the list laid out and scrolled to it
+            first, rows = int(table.scroll_y), table.size.height - table.header_height
+            selected = getattr(tab.selected_finding(), "id", "") == "cuda_libraries"
+            return selected and table.max_scroll_y > 0 and first <= table.cursor_row < first + rows
+
+        await wait_until(pilot, shown, timeout=60)
         rows_shown = table.size.height - table.header_height
         assert table.cursor_row >= rows_shown  # below the first screenful
         for top in range(int(table.max_scroll_y) + 1):
