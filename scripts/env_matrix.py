@@ -8,6 +8,7 @@ Usage:
     python scripts/env_matrix.py --cases cpu-2.21-py3.11,keras3-over-2.15-py3.11
     python scripts/env_matrix.py --all --fix-mode dry-run     # everything; pip fixes by the resolver only
     python scripts/env_matrix.py --wheels ~/wheels --cases ...  # installs from `pip download`ed wheels only
+    python scripts/env_matrix.py --all --remove-venvs          # each venv removed after its case (GBs each)
 
 Not part of the CI run: full TensorFlow wheels are about 600 MB and the CUDA pip packages about 3 GB a case.
 Pythons come from pyenv (``$(pyenv root)/versions/3.X.*``) or PATH. The scripted driver is
@@ -574,6 +575,9 @@ def main() -> int:
         "`pip download`, so cases that share wheels download them once",
     )
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument(
+        "--remove-venvs", action="store_true", help="remove each case's venv after it (they take 0.3-6 GB)"
+    )
     args = parser.parse_args()
     cases = full_matrix()
     if args.list:
@@ -593,13 +597,15 @@ def main() -> int:
         os.environ["PIP_NO_INDEX"] = "1"
         links = f"{os.environ.get('PIP_FIND_LINKS', '')} {args.wheels.resolve()}"
         os.environ["PIP_FIND_LINKS"] = links.strip()
+    earlier = read_earlier(args.output.read_text()) if args.output.exists() else Earlier()
     results = []
     for name in names:
         print(f"{name} ...", file=sys.stderr, flush=True)
         results.append(run_case(by_name[name], args.work, args.fix_mode))
         print(f"  {results[-1].problems or 'as expected'} ({results[-1].fix_outcome})", file=sys.stderr)
-    earlier = read_earlier(args.output.read_text()) if args.output.exists() else Earlier()
-    args.output.write_text(markdown(results, len(cases), earlier))
+        if args.remove_venvs:
+            shutil.rmtree(args.work / name, ignore_errors=True)
+        args.output.write_text(markdown(results, len(cases), earlier))  # after each case: a long run can stop
     return 1 if any(result.problems or result.built for result in results) else 0
 
 
