@@ -36,6 +36,7 @@ PARALLEL = 8
 # jax), so binary-only resolution fails there whatever the fix says: measured 2026-12-05, 12 of 75 commands.
 RESOLVABLE_FROM = (2, 13)
 PYPI = "https://pypi.org/simple/tensorflow/"
+NUMPY2 = "2.1.3"  # has wheels for Python 3.10-3.13
 
 
 def _facts(python: str, **packages: str) -> EnvFacts:
@@ -66,12 +67,17 @@ def printable_fixes() -> set[tuple[str, tuple[str, ...]]]:
                 fixes.gpu_install(_facts(python), row.tf_version, offer_upgrade=False),
                 keras(_facts(python, tensorflow=row.tf_version), tf_mm),
             ]
+            if minor == row.python_max[1]:  # NumPy 2 installed: a NumPy-1 build gets 'numpy<2' (one Python)
+                texts.append(
+                    fixes.gpu_install(_facts(python, numpy=NUMPY2), row.tf_version, offer_upgrade=False)
+                )
             for text in texts:
                 found.update((f"3.{minor}", requirements) for requirements in requirement_sets(text))
     for _, minor in sorted(pythons):  # noqa: B007
         python = f"3.{minor}.0"
         texts = [fixes.gpu_install(_facts(python), None)]
-        texts += [fixes.driver_fix(_facts(python), "580.65.06", driver) for driver in DRIVERS]
+        for packages in ({}, {"numpy": NUMPY2}):
+            texts += [fixes.driver_fix(_facts(python, **packages), "580.65.06", d) for d in DRIVERS]
         for text in texts:
             found.update((f"3.{minor}", requirements) for requirements in requirement_sets(text))
     return found
@@ -106,6 +112,20 @@ def pypi() -> None:
 @pytest.fixture(autouse=True)
 def linux_x86_64(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fixes, "and_cuda_platform", lambda: True)  # the platform the commands are for
+
+
+def test_the_fixes_include_the_numpy_1_pin() -> None:
+    """Where NumPy 2 is installed, the fixes that install a TensorFlow built against NumPy 1 pin it back."""
+    pinned = [requirements for _, requirements in printable_fixes() if "numpy<2" in requirements]
+    assert pinned, "no printable fix pins numpy<2"
+    assert all(
+        any(
+            compat.version_tuple(r.split("==")[1]) < (2, 18)
+            for r in requirements
+            if "tensorflow" in r and "==" in r
+        )
+        for requirements in pinned
+    )
 
 
 def test_the_fixes_cover_every_table_row() -> None:
