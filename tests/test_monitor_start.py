@@ -106,7 +106,7 @@ async def test_the_help_screen_and_a_tab_built_later_are_styled() -> None:
         await pilot.press("question_mark")
         box = app.screen.query_one("#help-box")
         assert box.styles.max_width is not None
-        assert box.styles.max_width.value == 84  # styled by tabs.tcss
+        assert box.styles.max_width.value == 84  # styled by HelpScreen.DEFAULT_CSS
         await pilot.press("escape", "1")
         await wait_until(pilot, lambda: bool(app.query("EnvironmentTab #env-status")))
         assert app.query_one("EnvironmentTab #env-status").styles.height.is_auto

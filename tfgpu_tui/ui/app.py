@@ -143,7 +143,7 @@ class TfgpuApp(App[None]):
     """tfgpu-tui's dashboard."""
 
     TITLE = "tfgpu-tui"
-    CSS_PATH = ["monitor.tcss", "tabs.tcss"]
+    CSS_PATH = "monitor.tcss"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),

@@ -80,6 +80,30 @@ class ProbeFinished(Message):
 class BatchProbeTab(DashboardTab):
     """Find the largest batch that fits: every trial trains a few steps in a fresh child process."""
 
+    DEFAULT_CSS = """
+    /* Batch probe (4): table above plot below 140 columns */
+    BatchProbeTab { overflow-y: auto; }
+    BatchProbeTab #probe-status { height: auto; padding: 0 1; color: $text-muted; }
+    BatchProbeTab #probe-status.problem { color: $error; }
+    BatchProbeTab #probe-body { height: 1fr; min-height: 8; }
+    BatchProbeTab #probe-trials { width: 1fr; height: 1fr; min-width: 50; }
+    BatchProbeTab #probe-plot { width: 1fr; }
+    BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
+    BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }
+    BatchProbeTab.-narrow #probe-plot { height: 1fr; min-height: 6; }
+    BatchProbeTab #probe-plot-note { display: none; }
+    BatchProbeTab.-short #probe-plot { display: none; }
+    BatchProbeTab.-short #probe-plot-note {
+        display: block; width: 1fr; height: auto; padding: 0 1; color: $text-muted;
+    }
+    BatchProbeTab #probe-results { height: auto; }
+    BatchProbeTab.-narrow #probe-results { layout: vertical; }
+    BatchProbeTab #probe-summary { width: 1fr; height: auto; padding: 0 1; border: round $primary; }
+    BatchProbeTab #probe-comparison { width: 1fr; max-width: 72; height: auto; padding: 0 1; display: none; }
+    BatchProbeTab.-narrow #probe-comparison { max-width: 100%; }
+    BatchProbeTab #probe-comparison { border: round $secondary; border-title-color: $text-muted; }
+    """
+
     TAB_ID = "probe"
     TAB_TITLE = "Batch probe"
     NARROW_BELOW = 140  # the trials table needs about 80 columns, the plot 50: stacked below this

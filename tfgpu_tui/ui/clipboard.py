@@ -64,6 +64,16 @@ def selectable_rows(text: str, width: int) -> list[str]:
 class CopyTextScreen(ModalScreen[None]):
     """The text the terminal would not copy, alone on its rows from the first column, and how to take it."""
 
+    DEFAULT_CSS = """
+    /* The text alone on its rows from the first column, so the terminal's own selection takes it whole */
+    CopyTextScreen { align: left top; }
+    CopyTextScreen #copy-box { width: 100%; height: auto; max-height: 100%; background: $panel; }
+    CopyTextScreen #copy-title { padding: 0 1; text-style: bold; }
+    CopyTextScreen #copy-how { padding: 0 1; }
+    CopyTextScreen #copy-text { margin: 1 0; padding: 0; text-wrap: nowrap; text-style: bold; }
+    CopyTextScreen #copy-keys { padding: 0 1; }
+    """
+
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Back")]
 
     def __init__(self, text: str, what: str, terminal: str) -> None:

@@ -118,6 +118,23 @@ class EnvironmentTab(DashboardTab):
     """Findings of the environment check, the selected one's detail and fix, re-run, copy and save keys.
     Below 100 columns the list and the detail stack (class ``-narrow``)."""
 
+    DEFAULT_CSS = """
+    /* Environment (1): below 100 columns (-narrow) the list and the detail stack */
+    EnvironmentTab #env-status { height: auto; padding: 0 1; background: $boost; }
+    EnvironmentTab #env-body { height: 1fr; }
+    EnvironmentTab #env-findings { width: 1fr; height: 1fr; }
+    EnvironmentTab FindingDetail {
+        width: 1fr; height: 1fr; border-left: solid $primary-darken-2; scrollbar-size-vertical: 1;
+    }
+    EnvironmentTab.-narrow #env-body { layout: vertical; }
+    EnvironmentTab.-narrow #env-findings { width: 1fr; height: 1fr; min-height: 5; }
+    EnvironmentTab.-narrow FindingDetail {
+        width: 1fr; height: 1fr; min-height: 6; border-left: none; border-top: solid $primary-darken-2;
+    }
+    /* The fix: full width under the list and the detail, so its rows hold nothing else (a mouse copy runs) */
+    EnvironmentTab #env-fix-pane { height: auto; max-height: 50%; border-top: solid $primary-darken-2; }
+    """
+
     TAB_ID = "environment"
     TAB_TITLE = "Environment"
     BINDINGS = [

@@ -66,6 +66,18 @@ class HelpScreen(ModalScreen[None]):
     """A modal list of key bindings: the current tab's, then the app's and the other tabs'; fills an 80x24
     terminal, scrolls when longer, its title line always in view."""
 
+    DEFAULT_CSS = """
+    /* Help screen (?): the whole screen at 80x24 */
+    HelpScreen { align: center middle; }
+    HelpScreen > #help-box {
+        width: 100%; max-width: 84; height: 100%; max-height: 44;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    HelpScreen #help-title { height: 1; text-style: bold; }
+    HelpScreen #help-scroll { height: 1fr; }
+    HelpScreen .help-section { margin-top: 1; }
+    """
+
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close help")]
 
     def __init__(self, sections: list[tuple[str, list[BindingType]]], current: str | None = None) -> None:

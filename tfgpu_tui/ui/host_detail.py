@@ -33,6 +33,16 @@ class HostDetailScreen(Screen[None]):
     """A remote host's GPUs, processes (top N per GPU as exported), alerts and training, refreshed with the
     Hosts tab; escape goes back."""
 
+    DEFAULT_CSS = """
+    /* One host, read-only (the Hosts tab's enter) */
+    HostDetailScreen #host-title { height: 1; padding: 0 1; background: $boost; }
+    HostDetailScreen #host-cards { height: auto; max-height: 50%; }
+    HostDetailScreen .gpu-row { height: 6; }
+    HostDetailScreen #host-alerts { height: auto; max-height: 6; padding: 0 1; }
+    HostDetailScreen #host-training { height: auto; padding: 0 1; }
+    HostDetailScreen #host-processes { height: 1fr; }
+    """
+
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to Hosts")]
 
     def __init__(self, host: HostSnapshot) -> None:

@@ -83,6 +83,12 @@ def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
 class HostsTab(DashboardTab):
     """Every host of the fleet; enter opens one in a read-only Monitor view."""
 
+    DEFAULT_CSS = """
+    /* Hosts tab (fleet view) */
+    HostsTab #fleet-caption { height: 1; padding: 0 1; background: $boost; }
+    HostsTab #hosts-table { height: 1fr; }
+    """
+
     TAB_ID = "hosts"
     TAB_TITLE = "Hosts"
     BINDINGS = [Binding("enter", "open_host", "Open host (read-only)")]

@@ -87,6 +87,42 @@ NO_JOBS_HELP = (
 class TrainingTab(DashboardTab):
     """Follows `settings.log_path`; `o` opens another file, `p` picks a running TensorFlow job's log."""
 
+    DEFAULT_CSS = """
+    /* Plots hidden under 30 lines (-short) unless g shows them (-plots-on); stacked below 100 columns */
+    TrainingTab #training-head { height: auto; }
+    TrainingTab #training-status { height: auto; padding: 0 1; }
+    TrainingTab #training-steps { height: 1; padding: 0 1; }
+    TrainingTab #training-steps Bar { width: 1fr; }
+    TrainingTab #training-path { display: none; }
+    TrainingTab #training-path.-open { display: block; }
+    TrainingTab #training-pick { display: none; height: auto; border: round $accent; padding: 0 1; }
+    TrainingTab #training-pick.-open { display: block; }
+    TrainingTab #training-pick-list { height: auto; max-height: 8; border: none; }
+    TrainingTab #training-context { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    TrainingTab #training-plots { height: 2fr; min-height: 8; }
+    TrainingTab.-short #training-plots { display: none; }
+    TrainingTab.-plots-on #training-plots { display: block; min-height: 6; }
+    TrainingTab.-plots-off #training-plots { display: none; }
+    TrainingTab #training-bottom { height: 3fr; min-height: 8; }
+    TrainingTab #training-epochs { width: 1fr; }
+    TrainingTab #training-side { width: 1fr; }
+    TrainingTab #training-problems-box { height: auto; max-height: 50%; border-top: solid $primary; }
+    TrainingTab #training-problems { height: auto; padding: 0 1; }
+    TrainingTab #training-lines {
+        height: 1fr; padding: 0 1; border-top: solid $primary; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    TrainingTab.-narrow #training-bottom { layout: vertical; }
+    TrainingTab.-narrow #training-epochs { width: 1fr; height: auto; min-height: 3; max-height: 50%; }
+    TrainingTab.-narrow #training-side { width: 1fr; height: 1fr; }
+    TrainingTab.-narrow #training-problems-box { max-height: 100%; }
+    TrainingTab.-narrow #training-lines { min-height: 3; }
+    TrainingTab.-short #training-lines { display: none; }
+    TrainingTab.-narrow.-short #training-epochs { height: 1fr; max-height: 100%; }
+    TrainingTab.-narrow.-short #training-side { height: auto; max-height: 60%; }
+    TrainingTab.-short.-plots-on #training-plots { height: 1fr; }
+    TrainingTab.-short.-plots-on #training-bottom { height: 1fr; min-height: 6; }
+    """
+
     #: Lists the logs of the running TensorFlow processes (replaceable in tests).
     log_finder = staticmethod(tensorflow_logs)
 

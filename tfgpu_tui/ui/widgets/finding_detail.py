@@ -189,6 +189,12 @@ class FixText(FittedText):
 class FixPane(Vertical):
     """The selected finding's fix under a label; hidden when it has none."""
 
+    DEFAULT_CSS = """
+    FixPane > Static { padding: 0 1; }
+    FixPane #env-fix-label { text-style: bold; }
+    FixPane #env-fix { width: 1fr; color: $accent; text-style: bold; text-wrap: nowrap; }
+    """
+
     def compose(self) -> ComposeResult:
         yield Static("Fix  (c copies it):", id="env-fix-label")
         yield FixText(id="env-fix")
@@ -202,6 +208,11 @@ class FixPane(Vertical):
 
 class FindingDetail(VerticalScroll):
     """Shows `finding` (None: nothing selected): title and status, what was found, why it matters."""
+
+    DEFAULT_CSS = """
+    FindingDetail > Static { padding: 0 1; }
+    FindingDetail #env-why { margin-top: 1; }
+    """
 
     finding: reactive[Finding | None] = reactive(None, always_update=True)
 

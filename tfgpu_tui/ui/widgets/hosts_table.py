@@ -23,6 +23,14 @@ MAX_WIDTH = 44  # of a column not given a width, the last excepted
 class HostsTable(RowList[HostRow]):
     """Rows keyed by host; up/down/page/home/end move the cursor, enter (or a click on the cursor) chooses."""
 
+    DEFAULT_CSS = """
+    /* Hosts table */
+    HostsTable { height: 1fr; }
+    HostsTable > .hosts-table--header { text-style: bold; background: $boost; }
+    HostsTable > .hosts-table--cursor { background: $accent 35%; }
+    HostsTable:focus > .hosts-table--cursor { background: $accent 60%; }
+    """
+
     CURSOR = "hosts-table--cursor"
     CURSOR_BLURRED = "hosts-table--cursor"  # brighter with focus: the CSS's :focus rule
     COMPONENT_CLASSES = {"hosts-table--header", CURSOR}

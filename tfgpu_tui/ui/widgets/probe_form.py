@@ -39,6 +39,24 @@ class ProbeForm(Container):
     """The form's fields (ids ``#probe-model``, ``#probe-start``...); `request()` reads them, `running`
     switches Start and Cancel."""
 
+    DEFAULT_CSS = """
+    /* The probe's form: groups in a grid whose column count ProbeForm.fit_columns sets */
+    ProbeForm {
+        layout: grid; grid-size: 1; grid-columns: auto; grid-rows: auto; grid-gutter: 0 2;
+        height: auto; padding: 0 1;
+    }
+    ProbeForm .form-group { width: auto; height: 1; }
+    ProbeForm Label { color: $text-muted; margin-right: 1; }
+    ProbeForm Input, ProbeForm Select { margin-right: 2; }
+    ProbeForm #probe-model { width: 30; }
+    ProbeForm #probe-device { width: 16; margin-right: 0; }
+    ProbeForm #probe-budget { width: 10; }
+    ProbeForm #probe-steps { width: 6; }
+    ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
+    ProbeForm Checkbox { margin-right: 2; }
+    ProbeForm Button { min-width: 8; margin-right: 1; }
+    """
+
     running: reactive[bool] = reactive(False)
 
     def __init__(self, budget: str, id: str | None = None) -> None:  # noqa: A002 - Textual's name

@@ -32,6 +32,18 @@ class TargetPicker(ModalScreen[str | None]):
     """Enter picks the highlighted interpreter, or checks the path typed in the field (Tab reaches it);
     Escape keeps the current one."""
 
+    DEFAULT_CSS = """
+    /* Environment: the interpreter picker (p) */
+    TargetPicker { align: center middle; }
+    TargetPicker > Vertical {
+        width: 90%; max-width: 120; height: auto; max-height: 80%; border: round $primary;
+        background: $surface; padding: 0 1;
+    }
+    TargetPicker OptionList { height: auto; max-height: 16; }
+    TargetPicker #picker-path { margin-top: 1; }
+    TargetPicker #picker-problem { height: auto; color: $error; display: none; }
+    """
+
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
     def __init__(self, candidates: list[Candidate], current: str) -> None:

@@ -82,6 +82,10 @@ class EpochLossPlot(_LossPlot):
     """loss and val_loss of the latest fit() call, one point per epoch; a vertical line where a callback
     changed the learning rate (ReduceLROnPlateau, LearningRateScheduler)."""
 
+    DEFAULT_CSS = """
+    EpochLossPlot { height: 1fr; width: 1fr; min-width: 30; }
+    """
+
     def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Plot these epochs."""
         plt = self.plt
@@ -114,6 +118,10 @@ class EpochLossPlot(_LossPlot):
 
 class StepLossPlot(_LossPlot):
     """loss against step within the current epoch (Keras' running mean)."""
+
+    DEFAULT_CSS = """
+    StepLossPlot { height: 1fr; width: 1fr; min-width: 30; }
+    """
 
     def show(self, points: Sequence[tuple[int, float]], epoch: int | None) -> None:
         """Plot (step, loss) points; a single one is named in the title (one point is no curve)."""
