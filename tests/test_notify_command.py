@@ -244,6 +244,39 @@ def notify_running(tmp_path: Path, out: Path, args: list[str]) -> Iterator[subpr
         child.wait()
 
 
+@contextlib.contextmanager
+def nohup_writer(tmp_path: Path, source: str, printed: str) -> Iterator[tuple[int, Path]]:
+    """A real `nohup python child.py > train.log` running `source`, once its log shows `printed`: (its PID,
+    the log); SIGKILLed after, if still there."""
+    log = tmp_path / "train.log"
+    (tmp_path / "child.py").write_text(source)
+    pid = start_nohup(tmp_path / "child.py", log)
+    try:
+        wait_for(lambda: printed in log.read_text(), timeout=60)
+        yield pid, log
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def watching(tmp_path: Path, log: Path, url: str, events: str) -> list[str]:
+    """notify's arguments to watch `log` every 0.5 s and send `events` to `url`, as JSON lines."""
+    state = str(tmp_path / "state.json")
+    return [
+        "--json",
+        "--log",
+        str(log),
+        "--state",
+        state,
+        "--interval",
+        "0.5",
+        "--to",
+        url,
+        "--events",
+        events,
+    ]
+
+
 def terminated(child: subprocess.Popen) -> str:
     """End a notify as `kill` does (SIGTERM); what it wrote on stderr."""
     child.send_signal(signal.SIGTERM)
@@ -254,24 +287,15 @@ def test_a_writer_killed_without_a_word_is_sent_once_after_its_stall(tmp_path: P
     """A real `nohup python child.py > train.log` mid-epoch: silent past --stall-minutes while alive
     (stalled, which also shows notify knows the writer), then SIGKILLed, which writes nothing to its log
     (writer died)."""
-    log = tmp_path / "train.log"
-    (tmp_path / "child.py").write_text(SILENT_CHILD)
-    pid = start_nohup(tmp_path / "child.py", log)
     out = tmp_path / "notify.out"
-    try:
-        wait_for(lambda: "Epoch 2/5" in log.read_text(), timeout=60)
-        with receiving(TOKEN) as receiver:
-            args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
-            args += ["--to", receiver.url, "--events", "stalled,writer_died", "--stall-minutes", "0.01"]
-            with notify_running(tmp_path, out, args) as child:
-                wait_for(lambda: len(receiver.messages) == 1, timeout=60)
-                os.kill(pid, signal.SIGKILL)
-                wait_for(lambda: len(receiver.messages) == 2, timeout=60)
-                err = terminated(child)
-            titles = receiver.titles()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
+    with nohup_writer(tmp_path, SILENT_CHILD, "Epoch 2/5") as (pid, log), receiving(TOKEN) as receiver:
+        args = watching(tmp_path, log, receiver.url, "stalled,writer_died") + ["--stall-minutes", "0.01"]
+        with notify_running(tmp_path, out, args) as child:
+            wait_for(lambda: len(receiver.messages) == 1, timeout=60)
             os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: len(receiver.messages) == 2, timeout=60)
+            err = terminated(child)
+        titles = receiver.titles()
     events = [json.loads(line) for line in out.read_text().splitlines()]
     assert [e["event"] for e in events] == ["stalled", "writer_died"], err
     assert titles == [e["title"] for e in events]
@@ -293,24 +317,15 @@ NAN_CHILD = (
 def test_a_nan_loss_and_no_checkpoint_are_sent_once_each_from_a_live_writer(tmp_path: Path) -> None:
     """A real `nohup python child.py > train.log` whose loss turns NaN at epoch 3 and that has run 7 epochs
     without writing a checkpoint (the default allows 5): both are sent, once each, while it goes on."""
-    log = tmp_path / "train.log"
-    (tmp_path / "child.py").write_text(NAN_CHILD)
-    pid = start_nohup(tmp_path / "child.py", log)
     out = tmp_path / "notify.out"
-    try:
-        wait_for(lambda: "Epoch 7/20" in log.read_text(), timeout=60)
-        with receiving(TOKEN) as receiver:
-            args = ["--json", "--log", str(log), "--state", str(tmp_path / "state.json"), "--interval", "0.5"]
-            args += ["--to", receiver.url, "--events", "nan,no_checkpoint,finished,crashed"]
-            with notify_running(tmp_path, out, args) as child:
-                wait_for(lambda: len(receiver.messages) == 2, timeout=60)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    child.wait(timeout=3)  # a few more rounds of the watch: nothing is sent again
-                err = terminated(child)
-            titles = receiver.titles()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    with nohup_writer(tmp_path, NAN_CHILD, "Epoch 7/20") as (pid, log), receiving(TOKEN) as receiver:
+        args = watching(tmp_path, log, receiver.url, "nan,no_checkpoint,finished,crashed")
+        with notify_running(tmp_path, out, args) as child:
+            wait_for(lambda: len(receiver.messages) == 2, timeout=60)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=3)  # a few more rounds of the watch: nothing is sent again
+            err = terminated(child)
+        titles = receiver.titles()
     events = {e["event"]: e for e in map(json.loads, out.read_text().splitlines())}
     assert sorted(events) == ["nan", "no_checkpoint"] and len(titles) == 2, err
     assert all(f"PID {pid}" in event["subject"] for event in events.values())  # the run, by its writer
