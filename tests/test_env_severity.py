@@ -92,6 +92,25 @@ def _half_removed(data: Data) -> None:
     data["inspection"]["inspection_errors"] = ["device_facts: AttributeError: no attribute 'sysconfig'"]
 
 
+def _import_raises(data: Data) -> None:
+    data["inspection"]["tensorflow"].update(
+        version=None,
+        git_version=None,
+        error="cannot import name 'pywrap_tensorflow'",
+        error_type="ImportError",
+    )
+
+
+def _numpy2_under_214(data: Data) -> None:
+    # pip's own outcome of `pip install tensorflow-cpu==2.14.0` (it asks only numpy>=1.23.5): NumPy 2
+    _import_raises(data)
+    data["inspection"]["tensorflow"].update(
+        error="Unable to convert function return value to a Python type! The signature was\n\t() -> handle",
+        error_type="TypeError",
+    )
+    data["interpreter"]["packages"].update({"tensorflow": "2.14.0", "numpy": "2.4.6"})
+
+
 def _timeout(data: Data) -> None:
     data["inspection"] = None
     data["inspection_error"] = {"kind": "timeout", "message": "The TensorFlow inspection did not finish."}
@@ -141,6 +160,8 @@ CASES: dict[str, Callable[[], Data]] = {
     "tensorflow_not_installed": _changed("all_good", _not_installed),
     "half_removed_tensorflow": _changed("all_good", _half_removed),
     "inspection_timeout": _changed("all_good", _timeout),
+    "tensorflow_import_raises": _changed("all_good", _import_raises),
+    "numpy2_under_tf214": _changed("all_good", _numpy2_under_214),
     "tensorflow_and_tensorflow_cpu": _changed("all_good", _two_distributions),
     "cpu_build_on_gpu": lambda: _fixture("cpu_build_on_gpu"),
     "cpu_build_without_gpu": _changed("cpu_build_on_gpu", _cpu_without_gpu),
@@ -194,6 +215,26 @@ def test_half_removed_fix_reinstalls_what_pip_lists() -> None:
     finding = _findings("half_removed_tensorflow")["tensorflow"]
     assert "half-removed" in finding.detail
     assert finding.fix.endswith("-m pip install --force-reinstall --no-deps 'tensorflow==2.18.0'")
+
+
+def test_import_failure_fix_reinstalls_the_installed_release() -> None:
+    """Not an unpinned `tensorflow[and-cuda]`, which would change the release (and, beside tensorflow-cpu,
+    add a second distribution)."""
+    finding = _findings("tensorflow_import_raises")["tensorflow"]
+    assert finding.fix.split("   #")[0].endswith("-m pip install --force-reinstall 'tensorflow==2.18.0'")
+
+
+def test_numpy2_under_a_numpy1_build_is_named_with_the_numpy_fix() -> None:
+    finding = _findings("numpy2_under_tf214")["tensorflow"]
+    assert "NumPy 2.4.6 is installed, and tensorflow 2.14.0 was built against NumPy 1" in finding.detail
+    assert finding.fix.endswith("-m pip install 'numpy<2'")
+    # NumPy 1 installed: the same failure is not blamed on NumPy
+    data = CASES["numpy2_under_tf214"]()
+    data["interpreter"]["packages"]["numpy"] = "1.26.4"
+    tensorflow = next(
+        f for f in evaluate(facts_from_dict(data), inspection_from_dict(data)) if f.id == "tensorflow"
+    )
+    assert "NumPy" not in tensorflow.detail and "--force-reinstall 'tensorflow==2.14.0'" in tensorflow.fix
 
 
 def test_keras3_fix_names_the_keras2_release() -> None:

@@ -35,12 +35,14 @@ def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
             and_cuda_install(facts, None),
         )
     if tf.error:
+        failure = f"`import tensorflow` fails: {tf.error_type}: {tf.error}"
+        numpy_cause = _numpy2_under_numpy1_build(facts)
+        if numpy_cause:
+            return Verdict(
+                Status.FAILURE, f"{failure}. {numpy_cause}", why, pip_command(facts, "install 'numpy<2'")
+            )
         return Verdict(
-            Status.FAILURE,
-            f"`import tensorflow` fails: {tf.error_type}: {tf.error}",
-            why,
-            pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
-            + "   # in a fresh venv if it keeps failing",
+            Status.FAILURE, failure, why, _reinstall(facts) + "   # in a fresh venv if it keeps failing"
         )
     version = tf.version
     if not version:
@@ -51,8 +53,7 @@ def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
             f"TensorFlow {version} imports, but inspecting it failed: "
             + "; ".join(inspection.data.inspection_errors),
             why,
-            pip_command(facts, "install --force-reinstall 'tensorflow[and-cuda]'")
-            + "   # a broken or partial install",
+            _reinstall(facts) + "   # a broken or partial install",
         )
     python = inspection.data.python.version or facts.interpreter.version
     text = f"TensorFlow {version} (import took {tf.import_seconds or 0:.1f} s) on Python {python}."
@@ -68,6 +69,30 @@ def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
     if row is None:
         text += " (not in the tested-build table; newer than it, or a nightly)"
     return Verdict(Status.OK, text, why)
+
+
+def _numpy2_under_numpy1_build(facts: EnvFacts) -> str:
+    """Why an import failed where the installed TensorFlow predates NumPy 2 and NumPy 2 is installed (pip
+    keeps NumPy 2 for a release that does not cap it, such as 2.14.0's numpy>=1.23.5); "" otherwise."""
+    numpy = facts.interpreter.packages.get("numpy")
+    installed = facts.interpreter.tensorflow_distributions
+    old = [f"{name} {version}" for name, version in installed.items() if fixes.numpy_pin(facts, version)]
+    if not old:
+        return ""
+    first = ".".join(map(str, fixes.NUMPY2_FIRST))
+    return (
+        f"Cause: NumPy {numpy} is installed, and {', '.join(old)} was built against NumPy 1 (TensorFlow "
+        f"supports NumPy 2 from {first} on)."
+    )
+
+
+def _reinstall(facts: EnvFacts) -> str:
+    """Reinstall what pip lists, at the versions installed (else install the GPU build)."""
+    distributions = facts.interpreter.tensorflow_distributions
+    if not distributions:
+        return and_cuda_install(facts, None)
+    specs = " ".join(f"'{name}=={version}'" for name, version in distributions.items())
+    return pip_command(facts, f"install --force-reinstall {specs}")
 
 
 def _half_removed(facts: EnvFacts, inspection: InspectionResult) -> Verdict:
