@@ -50,6 +50,8 @@ KERAS2_PROGRAM = (
     "model.compile(optimizer=tf.keras.optimizers.legacy.Adam(), loss='mse')\n"
     "model.fit(tf.zeros((8, 4)), tf.zeros((8, 1)), epochs=1, verbose=2)\n"
 )
+# The releases before 2.18 (built against NumPy 1) that do not cap it (2.13 pins <=1.24.3, 2.15-2.17 <2.0).
+NUMPY_UNCAPPED = ("2.14.",)
 # A package `tensorflow` whose import never returns: the check must give up at its timeout.
 HANGING_TENSORFLOW = "import time\nwhile True:\n    time.sleep(60)\n"
 
@@ -71,6 +73,7 @@ class Case:
     fix_from: tuple[str, ...] = ()  # checks whose fix runs even when they are ok (an informational fix)
     program: str = ""  # a user's program run in the venv before and after the fix; its output read by `log`
     program_signature: str = ""  # the problem `tfgpu-tui log` must name in the program's failing output
+    pip_libraries_on_path: bool = False  # the venv's nvidia/*/lib on LD_LIBRARY_PATH (the CUDA 11 recipe)
     note: str = ""
 
 
@@ -97,9 +100,18 @@ def full_matrix() -> list[Case]:
         for python_minor in range(max(low[1], 10), min(high[1], 13) + 1):
             python = f"3.{python_minor}"
             suffix = f"{minor}-py{python}"
-            right = (f"tensorflow[and-cuda]=={version}",) if has_extra else (f"tensorflow=={version}",)
             cases += [
-                Case(f"right-{suffix}", python, right, {"cuda_libraries": "ok", "libcuda": "failure"}, "580"),
+                Case(
+                    f"right-{suffix}",
+                    python,
+                    right_install(version),
+                    {"cuda_libraries": "ok", "libcuda": "failure"},
+                    "580",
+                    pip_libraries_on_path=not has_extra,
+                    note=""
+                    if has_extra
+                    else "the CUDA 11 pip packages with their nvidia/*/lib on LD_LIBRARY_PATH",
+                ),
                 Case(
                     f"libs-missing-{suffix}",
                     python,
@@ -108,15 +120,46 @@ def full_matrix() -> list[Case]:
                     "580",
                     fix_contains={"cuda_libraries": "tensorflow"},
                 ),
-                Case(
-                    f"cpu-{suffix}",
-                    python,
-                    (f"tensorflow-cpu=={version}",),
-                    {"cpu_only_build": "failure"},
-                    "580",
-                ),
+                cpu_case(f"cpu-{suffix}", python, version),
             ]
     return cases + special_cases()
+
+
+def right_install(version: str) -> tuple[str, ...]:
+    """What a working GPU install of `version` is: `tensorflow[and-cuda]`, or its installable pins where the
+    extra pins a TensorRT without a wheel (2.14.0), or the CUDA 11 pip packages before 2.14; NumPy 1 for a
+    release before 2.18 that does not cap it."""
+    from tfgpu_tui.env import compat, fixes
+
+    numbers = compat.version_tuple(version) or ()
+    numpy = ("numpy<2",) if numbers[:2] < fixes.NUMPY2_FIRST else ()
+    if numbers[:2] < fixes.AND_CUDA_FIRST:
+        return (f"tensorflow=={version}", *fixes.CUDA11_PACKAGES, *numpy)
+    pins = compat.pins_for(version)
+    if any(package in fixes.UNINSTALLABLE_PINS for package in pins):
+        kept = [
+            f"{package}{spec}"
+            for package, spec in sorted(pins.items())
+            if package not in fixes.UNINSTALLABLE_PINS
+        ]
+        return (f"tensorflow=={version}", *kept, *numpy)
+    return (f"tensorflow[and-cuda]=={version}",)
+
+
+def cpu_case(name: str, python: str, version: str) -> Case:
+    """`pip install tensorflow-cpu==V` under a driver with a GPU: a CPU-only build on a GPU machine. Where the
+    release does not cap NumPy, pip installs NumPy 2 and the import fails first: the fix pins NumPy 1."""
+    if version.startswith(NUMPY_UNCAPPED):
+        return Case(
+            name,
+            python,
+            (f"tensorflow-cpu=={version}",),
+            {"tensorflow": "failure"},
+            "580",
+            fix_contains={"tensorflow": "numpy<2"},
+            note="pip installs NumPy 2 with this release (numpy>=1.23.5): the import fails until the fix",
+        )
+    return Case(name, python, (f"tensorflow-cpu=={version}",), {"cpu_only_build": "failure"}, "580")
 
 
 def special_cases() -> list[Case]:
@@ -275,6 +318,9 @@ def case_environment(case: Case, work: Path) -> dict[str, str]:
             path.write_text(scenario)
             env["FAKE_NVML_SCENARIO"] = str(path)
             directories.append(str(library))
+    if case.pip_libraries_on_path:  # the recipe's export line, as the user runs it
+        venv = work / case.name
+        directories += sorted(str(lib) for lib in venv.glob("lib/python3*/site-packages/nvidia/*/lib"))
     if "old-cudnn" in " ".join(case.then):
         directories.insert(0, str(work / "old-cudnn" / "nvidia" / "cudnn" / "lib"))
     if directories:
