@@ -86,24 +86,20 @@ def _numpy2_under_numpy1_build(facts: EnvFacts) -> str:
     )
 
 
-def _reinstall(facts: EnvFacts) -> str:
+def _reinstall(facts: EnvFacts, options: str = "--force-reinstall") -> str:
     """Reinstall what pip lists, at the versions installed (else install the GPU build)."""
     distributions = facts.interpreter.tensorflow_distributions
     if not distributions:
         return and_cuda_install(facts, None)
     specs = " ".join(f"'{name}=={version}'" for name, version in distributions.items())
-    return pip_command(facts, f"install --force-reinstall {specs}")
+    return pip_command(facts, f"install {options} {specs}")
 
 
 def _half_removed(facts: EnvFacts, inspection: InspectionResult) -> Verdict:
     """`import tensorflow` finds a package without its files (`pip uninstall tensorflow-cpu` removed the
     files `tensorflow` shares with it): nothing works; reinstall what pip still lists."""
     distributions = facts.interpreter.tensorflow_distributions
-    if distributions:
-        specs = " ".join(f"'{name}=={version}'" for name, version in distributions.items())
-        fix = pip_command(facts, f"install --force-reinstall --no-deps {specs}")
-    else:
-        fix = and_cuda_install(facts, None)
+    fix = _reinstall(facts, "--force-reinstall --no-deps")
     errors = "; ".join(inspection.data.inspection_errors)
     listed = ", ".join(f"{name} {version}" for name, version in distributions.items()) or "nothing"
     return Verdict(
