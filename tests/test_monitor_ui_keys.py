@@ -4,6 +4,7 @@ the kill dialog's keys and signal choice (demo with 8 GPUs at 80x24, where the t
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 from monitor_helpers import FAST, MonitorOnly, shown_pids
 from textual.pilot import Pilot
@@ -12,6 +13,7 @@ from waiting import wait_until
 
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import app as app_module
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
@@ -130,3 +132,26 @@ async def test_the_signal_chosen_in_the_dialog_is_sent() -> None:
         await wait_until(pilot, lambda: not tab.kill_running and "SIGKILL" in tab.kill_status, timeout=10)
         assert sent == [(last, signal.SIGKILL)]
         await wait_until(pilot, lambda: last not in shown_pids(app))
+
+
+class FirstFrameFocus(TfgpuApp):
+    """Records which widget has the focus when the first frame has been drawn."""
+
+    CSS_PATH = Path(app_module.__file__).with_name(TfgpuApp.CSS_PATH)
+    focused_at_first_frame: str = ""
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.call_after_refresh(self._record)
+
+    def _record(self) -> None:
+        self.focused_at_first_frame = type(self.focused).__name__
+
+
+async def test_the_monitors_keys_work_from_the_first_frame() -> None:
+    """A key pressed as soon as the dashboard shows reaches the Monitor (in tmux, `a` right after the first
+    frame was lost while the tabs bar still had the focus)."""
+    app = FirstFrameFocus(Settings(demo=True, demo_gpus=8, interval=FAST))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.focused_at_first_frame != "")
+        assert app.focused_at_first_frame == ProcessTable.__name__

@@ -226,7 +226,7 @@ class TfgpuApp(App[None]):
         subscribe(self, self.feed)  # the GPU alerts, for the header on every tab
         if (latest := self.feed.latest) is not None:
             self._take_gpu_alerts(latest)
-        self.call_after_refresh(self._focus_active_tab)
+        self._focus_active_tab()  # before the first frame: a key pressed once it shows reaches the tab
         if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
             loop = asyncio.get_running_loop()
             for ending in ENDING_SIGNALS:
