@@ -17,14 +17,23 @@ from tfgpu_tui.ui import app as app_module
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
+from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 ROWS = 10  # the 8-GPU demo's processes
 
 
 async def started(pilot: Pilot) -> ProcessTable:
+    """The process table, once it has its rows and the focus, and the GPUs' lines are laid out above it (the
+    first snapshot can arrive after the first layout, which gave the table the GPUs' room)."""
     app = pilot.app
-    await wait_until(pilot, lambda: len(shown_pids(app)) == ROWS and isinstance(app.focused, ProcessTable))
+    gpus = app.query_one(GpuCompactList)
+
+    def ready() -> bool:
+        laid_out = len(shown_pids(app)) == ROWS and gpus.size.height == 8
+        return laid_out and isinstance(app.focused, ProcessTable)
+
+    await wait_until(pilot, ready)
     return app.query_one(ProcessTable)
 
 
