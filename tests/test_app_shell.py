@@ -133,3 +133,31 @@ async def test_header_says_where_a_running_notify_sends(tmp_path, monkeypatch) -
                 break
             await pilot.pause(0.05)
         assert "notify → ntfys, slack" in str(header.render())
+
+
+async def test_a_late_tab_activation_leaves_the_focus_where_a_key_put_it() -> None:
+    """The tab bar's activation message of the first tab can come after the first frame; by then a key (`a`)
+    may have moved the focus inside the tab, and it stays there (in tmux, under load, it went back to the
+    process table)."""
+    from textual.widgets import Tabs
+    from waiting import wait_until
+
+    from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
+    from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test() as pilot:
+        panel = app.query_one(AlertsPanel)
+        await wait_until(pilot, lambda: bool(panel.ordered) and isinstance(app.focused, ProcessTable))
+        await pilot.press("a")
+        assert app.focused is panel
+        tabs = app.query_one(TabbedContent)
+        monitor_title = app.query_one(Tabs).active_tab
+        assert tabs.active == "monitor" and monitor_title is not None
+        tabs.post_message(TabbedContent.TabActivated(tabs, monitor_title))  # type: ignore[arg-type]
+        await pilot.pause()  # the activation is handled; what it defers to after a refresh runs first
+        handled: list[bool] = []
+        app.call_after_refresh(handled.append, True)
+        await wait_until(pilot, lambda: bool(handled))
+        await pilot.pause()  # a focus() takes effect one message later
+        assert app.focused is panel

@@ -306,11 +306,14 @@ class TfgpuApp(App[None]):
         (await self.tab(tab_id)).focus_default()
 
     def _focus_active_tab(self) -> None:
+        """Give the shown tab's main widget the focus, unless the focus is inside that tab already (the tab
+        bar's activation message can come after a key that moved the focus, e.g. `a` to the alerts)."""
         tabs = self.query_one(TabbedContent)
         pane = tabs.get_pane(tabs.active) if tabs.active else None
-        if pane is not None:
-            for tab in pane.query_children(DashboardTab):
-                tab.focus_default()
+        if pane is None or (self.focused is not None and pane in self.focused.ancestors_with_self):
+            return
+        for tab in pane.query_children(DashboardTab):
+            tab.focus_default()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Key 5 works only when there is a Hosts tab."""
