@@ -310,10 +310,13 @@ class TfgpuApp(App[None]):
         bar's activation message can come after a key that moved the focus, e.g. `a` to the alerts)."""
         tabs = self.query_one(TabbedContent)
         pane = tabs.get_pane(tabs.active) if tabs.active else None
-        if pane is None or (self.focused is not None and pane in self.focused.ancestors_with_self):
+        if pane is None or self._focus_is_inside(pane):
             return
         for tab in pane.query_children(DashboardTab):
             tab.focus_default()
+
+    def _focus_is_inside(self, widget: Widget) -> bool:
+        return self.focused is not None and widget in self.focused.ancestors_with_self
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Key 5 works only when there is a Hosts tab."""
@@ -329,7 +332,7 @@ class TfgpuApp(App[None]):
             # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
             self.screen.set_focus(None)
             tabs.active = tab_id
-        elif self.focused is None or tabs.get_pane(tab_id) not in self.focused.ancestors_with_self:
+        elif not self._focus_is_inside(tabs.get_pane(tab_id)):
             self._focus_active_tab()  # shown, but the focus is outside it: its keys would not work
         else:
             # Shown and focused, so nothing changes; but the footer skips updates while the app has no focus
