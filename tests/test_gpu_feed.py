@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
-from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.gpu.model import NvmlUnavailable, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
@@ -230,3 +230,32 @@ def test_snapshots_are_stamped_and_timed_by_the_clocks_handed_in() -> None:
     assert snapshot.sample_ms == 250.0  # the time the read took, on the timer handed in
     timer[0] = 42.0
     assert SnapshotFeed(settings, sampler=sampler).timer() == 42.0  # the Monitor times its own work by it
+
+
+def test_a_first_snapshot_of_the_gpus_alone_is_followed_by_a_whole_one_when_asked() -> None:
+    source = SimulatedSource(gpus=2)
+    feed = SnapshotFeed(Settings(), source, idle_seconds=3600.0, first_without_processes=True)
+    recorder = Recorder()
+    feed.subscribe(recorder)
+    feed.start()
+    try:
+        first = recorder.next().snapshot
+        assert len(first.devices) == 2 and first.error is None
+        assert first.processes_pending and first.processes == [] and first.host is None
+        assert first.alerts == []  # no rule has seen a process yet
+        feed.sample_soon()  # the dashboard asks once that snapshot is drawn; else the next is an hour away
+        whole = recorder.next().snapshot
+        assert not whole.processes_pending and whole.processes and whole.host is not None
+    finally:
+        feed.close()
+
+
+def test_a_sample_of_the_gpus_alone_still_says_why_there_is_no_gpu() -> None:
+    class NoGpu(SimulatedSource):
+        def read(self) -> GpuReading:
+            error = NvmlUnavailable("library_not_found", "No NVML here", "Install the driver")
+            return GpuReading(error, None)
+
+    snapshot = Sampler(Settings(), NoGpu()).sample(processes=False)
+    assert snapshot.processes_pending and snapshot.devices == []
+    assert [(alert.kind, alert.message) for alert in snapshot.alerts] == [("no_gpu", "No NVML here")]

@@ -91,6 +91,25 @@ async def test_the_first_snapshot_is_on_the_first_frame_with_no_second_sample() 
         source.release.set()
 
 
+async def test_a_first_snapshot_of_the_gpus_alone_is_drawn_and_its_processes_are_read_at_once() -> None:
+    source = OneReadingSource()
+    settings = Settings(demo=True, interval=3600.0)  # the feed's next sample is an hour away, unless asked
+    feed = SnapshotFeed(settings, source, first_without_processes=True).start()
+    assert feed.wait_first(GUARD) is not None
+    app = TfgpuApp(settings, feed=feed)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert app.query_one(StatusHeader).gpu_count == 2 and shown_pids(app) == []
+            assert str(app.query_one("#process-caption").render()) == "Processes: reading…"
+            await wait_until(pilot, lambda: source.reads >= 2, GUARD)  # the app asked for the processes
+            source.release.set()
+            await wait_until(pilot, lambda: len(shown_pids(app)) == 4, GUARD)
+            assert str(app.query_one("#process-caption").render()).startswith("Processes (4)")
+    finally:
+        source.release.set()
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 async def test_the_height_before_the_first_layout_is_the_laid_out_one(size: tuple[int, int]) -> None:
     app = TfgpuApp(Settings(demo=True, interval=1.0))

@@ -308,10 +308,11 @@ def forget_inherited_terminal_size(environ: MutableMapping[str, str]) -> None:
 def run_app(settings: Settings) -> int:
     """Start the interactive dashboard. Its feed starts first and Textual is imported once the GPUs are read
     (or after FIRST_SNAPSHOT_SECONDS): done beside Textual's start-up, the first sample competes with it for
-    the interpreter and both finish late; done first, the first frame already shows the GPUs."""
+    the interpreter and both finish late; done first, the first frame already shows the GPUs. That first
+    snapshot reads the GPUs alone; the app has their processes read once the frame is drawn."""
     from tfgpu_tui.gpu.feed import SnapshotFeed
 
-    feed = SnapshotFeed(settings).start()
+    feed = SnapshotFeed(settings, first_without_processes=True).start()
     feed.wait_first(FIRST_SNAPSHOT_SECONDS)
     from tfgpu_tui.ui.app import TfgpuApp
 

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-import psutil
-
 from tfgpu_tui.own_children import argv_is_child, environ_is_child, marked
 
 PROC = "/proc"
@@ -166,6 +164,8 @@ def _short_command(argv: list[str]) -> str:
 
 def process_started(pid: int) -> float | None:
     """When process `pid` started (psutil's create_time), None when it is gone or a zombie."""
+    import psutil  # here: the dashboard's first frame imports this module, and needs no process facts
+
     try:
         process = psutil.Process(pid)
         return None if process.status() == psutil.STATUS_ZOMBIE else process.create_time()

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tfgpu_tui.gpu.device_files import Holding
 from tfgpu_tui.gpu.model import Attribution, ProcessRow
 from tfgpu_tui.gpu.source import GpuProcess
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.device_files import Holding
 
 NOT_REPORTED = "not reported by this driver inside a container"
 ESTIMATED = (

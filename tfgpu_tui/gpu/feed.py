@@ -1,10 +1,12 @@
 """The SnapshotFeed: the one sampling thread of a process.
 
 A feed owns the process's Sampler. Its thread creates the Sampler and takes the first snapshot at once (the
-dashboard waits a moment for it, so that its first frame shows the GPUs), then samples as often as its most
-demanding subscriber asks (a hidden view asks for no rate: then every `idle_seconds`) and hands each frozen
-Snapshot to every subscriber. The dashboard, `export` and `notify` each own one feed; the Monitor, the
-header, the alerts, the exporter and the notifier subscribe. The kill path beside it is gpu/kill_requests.py.
+dashboard waits a moment for it, so that its first frame shows the GPUs; its feed reads the GPUs alone for
+that one, and their processes when the frame is drawn and it calls `sample_soon`), then samples as often as
+its most demanding subscriber asks (a hidden view asks for no rate: then every `idle_seconds`) and hands
+each frozen Snapshot to every subscriber. The dashboard, `export` and `notify` each own one feed; the
+Monitor, the header, the alerts, the exporter and the notifier subscribe. The kill path beside it is
+gpu/kill_requests.py.
 
 Subscribers are called in the feed's thread and must return quickly: a UI posts a message, a headless
 subscriber does its own short work (formatting the state for a scrape, queueing a notification).
@@ -80,11 +82,14 @@ class SnapshotFeed:
         source: GpuSource | None = None,
         sampler: Sampler | None = None,
         idle_seconds: float = IDLE_SECONDS,
+        first_without_processes: bool = False,
     ) -> None:
+        """`first_without_processes`: the first snapshot reads the GPUs alone (Sampler.sample)."""
         self.settings = settings
         self.idle_seconds = idle_seconds
         self._source = source
         self._sampler = sampler
+        self._first_without_processes = first_without_processes
         self._subscriptions: list[Subscription] = []
         self._lock = threading.Lock()  # the subscription list, the latest snapshot and the wake flags
         self._publishing = threading.Lock()  # one delivery at a time, so each subscriber sees them in order
@@ -187,12 +192,14 @@ class SnapshotFeed:
         except Exception as error:  # noqa: BLE001 - the contract says it never raises; say so if it does
             self._publish(self._failure(f"The GPU sampler could not start: {error!r}"))
             return
+        gpus_alone = self._first_without_processes
         while not self._stopped:
             started = time.monotonic()
             try:
-                snapshot = self._sampler.sample()
+                snapshot = self._sampler.sample(processes=False) if gpus_alone else self._sampler.sample()
             except Exception as error:  # noqa: BLE001 - keep the feed (and its process) alive
                 snapshot = self._failure(f"Sampling failed: {error!r}")
+            gpus_alone = False
             if self._stopped:
                 break
             self._publish(snapshot)

@@ -267,3 +267,4 @@ class Snapshot:
     host: HostStats | None
     alerts: list[Alert]
     sample_ms: float = 0.0
+    processes_pending: bool = False  # the GPUs alone were read (Sampler.sample): processes follow

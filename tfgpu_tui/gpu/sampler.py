@@ -62,21 +62,18 @@ class Sampler:
                 from tfgpu_tui.gpu.nvml import NvmlSource
 
                 source = NvmlSource()
-        if host is None:
-            host = source.host
-        if host is None:
-            from tfgpu_tui.gpu.processes import HostInspector
-
-            host = HostInspector()
         self.settings = settings
         self.clock = clock
         self.timer = timer
         self.source = source
-        self.host = host
+        # None: the real host's inspector, created at its first use
+        self._host = host if host is not None else source.host
+        self._host_lock = threading.Lock()
         self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
-        self.rules.own_pid_namespace = host.own_pid_namespace
+        if self._host is not None:
+            self.rules.own_pid_namespace = self._host.own_pid_namespace
         self.last: Snapshot | None = None
         self._static_alerts: list[Alert] | None = None
         self._lock = threading.Lock()
@@ -94,28 +91,45 @@ class Sampler:
                 self.history.add(now - ago, reading.devices)
                 self.rules.evaluate(now - ago, reading.devices, rows)
 
+    @property
+    def host(self) -> ProcessHost:
+        """The processes' host: the source's, one handed in, or the real host's inspector, created (with
+        psutil) at its first use, so that a snapshot of the GPUs alone never loads it."""
+        with self._host_lock:
+            if self._host is None:
+                from tfgpu_tui.gpu.processes import HostInspector
+
+                self._host = HostInspector()
+                self.rules.own_pid_namespace = self._host.own_pid_namespace
+            return self._host
+
     def series(self, gpu_index: int, metric: str) -> tuple[list[float], list[float]]:
         """A copy of one GPU's recorded series (see History.series), taken under the sampler's lock: a kill's
         confirming sample in another thread may be adding to the history."""
         with self._lock:
             return self.history.series(gpu_index, metric)
 
-    def sample(self) -> Snapshot:
-        """Take one snapshot (blocking; call from a worker thread). Never raises."""
+    def sample(self, processes: bool = True) -> Snapshot:
+        """Take one snapshot (blocking; call from a worker thread). Never raises.
+
+        Without `processes`, only the GPUs are read: the snapshot lists no process and says so
+        (`processes_pending`), and its only alert is a missing GPU's. The dashboard's first frame shows such
+        a snapshot, and asks for a whole one once it is drawn."""
         with self._lock:
             started = self.timer()
             reading = self._read()
-            rows = self._describe(reading)
-            with contextlib.suppress(Exception):
-                rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
-            try:
-                host = self.host.stats()
-            except Exception:
-                host = None
+            rows: list[ProcessRow] = []
+            host = None
+            if processes:
+                rows = self._describe(reading)
+                with contextlib.suppress(Exception):
+                    rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
+                with contextlib.suppress(Exception):
+                    host = self.host.stats()
             now = self.clock()
             rows.sort(key=_row_order)
             self.history.add(now, reading.devices)
-            alerts = self._alerts(reading, now, rows)
+            alerts = self._alerts(reading, now, rows) if processes else self._error_alert(reading)
             devices, rows = self._with_idle_times(reading, rows)
             snapshot = Snapshot(
                 timestamp=now,
@@ -127,6 +141,7 @@ class Sampler:
                 host=host,
                 alerts=alerts,
                 sample_ms=(self.timer() - started) * 1000,
+                processes_pending=not processes,
             )
             self.last = snapshot
             return snapshot
@@ -167,10 +182,14 @@ class Sampler:
                 for p in reading.processes
             ]
 
+    def _error_alert(self, reading: GpuReading) -> list[Alert]:
+        """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""
+        if reading.error is None:
+            return []
+        return [Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix)]
+
     def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
-        alerts: list[Alert] = []
-        if reading.error is not None:
-            alerts.append(Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix))
+        alerts = self._error_alert(reading)
         try:
             alerts += self.rules.evaluate(now, reading.devices, rows)
         except Exception as exc:
@@ -311,6 +330,8 @@ class Sampler:
 
     def close(self) -> None:
         """Release NVML and caches."""
-        for part in (self.source, self.host):
+        with contextlib.suppress(Exception):
+            self.source.close()
+        if self._host is not None:
             with contextlib.suppress(Exception):
-                part.close()
+                self._host.close()

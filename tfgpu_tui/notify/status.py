@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from tfgpu_tui.notify.state import write_atomically
 
 MAX_STATUS_BYTES = 64 * 1024
@@ -43,6 +41,8 @@ class NotifyStatus:
 
 def write_status(path: Path, schemes: list[str]) -> NotifyStatus:
     """Say that this process runs notify; raises OSError when the file cannot be written."""
+    import psutil
+
     me = psutil.Process()
     status = NotifyStatus(me.pid, me.create_time(), tuple(dict.fromkeys(schemes)))
     document = {"pid": status.pid, "create_time": status.create_time, "schemes": list(status.schemes)}
@@ -72,6 +72,8 @@ def read_status(path: Path | None = None, check_alive: bool = True) -> NotifySta
         return None
     status = NotifyStatus(pid, create_time, schemes)
     if check_alive:
+        import psutil  # only with a status file: the dashboard's header reads this at its first frame
+
         try:
             if abs(psutil.Process(pid).create_time() - create_time) > 0.05:
                 return None

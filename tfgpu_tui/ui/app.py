@@ -225,7 +225,7 @@ class TfgpuApp(App[None]):
             self.notify(warning, title="Settings file", severity="warning", timeout=15)
         subscribe(self, self.feed)  # the GPU alerts, for the header on every tab
         if (latest := self.feed.latest) is not None:
-            self._take_gpu_alerts(latest)
+            self._take_snapshot(latest)
         self._focus_active_tab()  # before the first frame: a key pressed once it shows reaches the tab
         if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
             loop = asyncio.get_running_loop()
@@ -249,7 +249,14 @@ class TfgpuApp(App[None]):
                 asyncio.get_running_loop().remove_signal_handler(ending)
 
     def on_feed_updated(self, message: FeedUpdated) -> None:
-        self._take_gpu_alerts(message.update.snapshot)
+        self._take_snapshot(message.update.snapshot)
+
+    def _take_snapshot(self, snapshot: Snapshot) -> None:
+        """Take the snapshot's alerts; one of the GPUs alone (the first) has the feed read their processes
+        as soon as it is drawn, not at its next period."""
+        self._take_gpu_alerts(snapshot)
+        if snapshot.processes_pending:
+            self.call_after_refresh(self.feed.sample_soon)
 
     def _take_gpu_alerts(self, snapshot: Snapshot) -> None:
         """The snapshot's alerts, with short titles, become the GPU source's alerts when they change; the

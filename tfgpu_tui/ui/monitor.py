@@ -366,6 +366,8 @@ class MonitorTab(DashboardTab):
             caption = f"TensorFlow processes on the CPU ({len(rows)})"
             if rows and self.sort_by in ("pid", "time"):
                 caption += f", sorted by {sort_caption(self.sort_by, self.sort_reverse)}"
+        elif snapshot.processes_pending:
+            caption = "Processes: reading…"
         self._update_line("#process-caption", caption)
         self._show_selected(table.selected)
 
