@@ -86,6 +86,20 @@ def cards_fit(height: int, devices: list[DeviceSample], processes: int, alerts: 
     return cards <= height // 2 and room >= wanted
 
 
+def shown_alerts(snapshot: Snapshot) -> list[Alert]:
+    """The alerts the tab lists: the "nothing to monitor" panel already explains a missing driver (the
+    header still gets that alert)."""
+    if snapshot.error is None:
+        return snapshot.alerts
+    return [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
+
+
+def table_rows(snapshot: Snapshot) -> int:
+    """The process table's rows that the GPU view leaves room for. While the processes are still being read
+    (the first frame), a full table's: the view then chosen is a busy host's, and changes at most once."""
+    return FULL_TABLE_LINES - 1 if snapshot.processes_pending else len(snapshot.processes)
+
+
 def gpu_row_lines(height: int, gpus: int, processes: int, alerts: int) -> int:
     """Lines of each GPU's row (card and plot): CARD_LINES, and an even share of the lines neither the
     table (a line a process, at least TABLE_MIN_LINES) nor the alerts need, up to MAX_ROW_LINES; a busy
@@ -171,6 +185,9 @@ class MonitorTab(DashboardTab):
         self._lines: dict[str, str | Text] = {}  # what the one-line Statics show, by selector
 
     def compose(self) -> ComposeResult:
+        if self.feed is not None and self.feed.latest is not None:
+            self.snapshot = self.feed.latest
+            self._fit()  # the GPU view's classes, before the widgets below are styled (no restyle on mount)
         yield Static("Starting the monitor…", id="host-line")
         yield Static(id="no-gpu")
         yield VerticalScroll(id="gpu-rows", can_focus=False)
@@ -187,6 +204,7 @@ class MonitorTab(DashboardTab):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._use_theme_colors())
         if self.feed is not None:
             self._subscription = subscribe(self, self.feed)
+            self._ask_for_histories()  # the GPU view may have been chosen in compose, before this
             # the newest snapshot goes on the first frame, not on one painted after the next sample
             if (latest := self.feed.latest) is not None:
                 self._receive(FeedUpdate(latest), shown=True)
@@ -274,14 +292,7 @@ class MonitorTab(DashboardTab):
             no_gpu.set_class(snapshot.error is not None, "-shown")
         if snapshot.error is not None:
             no_gpu.update(no_gpu_text(snapshot))
-        # The "nothing to monitor" panel already explains a missing driver; the header still gets that alert.
-        shown = (
-            [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
-            if snapshot.error
-            else snapshot.alerts
-        )
-        panel = self.query_one(AlertsPanel)
-        panel.show(shown, snapshot.processes)
+        self.query_one(AlertsPanel).show(shown_alerts(snapshot), snapshot.processes)
         self._fit()
         self._show_gpus(snapshot.devices, histories or ())
         self._refresh_table()
@@ -298,16 +309,13 @@ class MonitorTab(DashboardTab):
         compact = self.compact_choice
         if compact is None:
             compact = snapshot is None or not cards_fit(
-                height,
-                snapshot.devices,
-                len(snapshot.processes),
-                len(self.query_one(AlertsPanel).ordered),
+                height, snapshot.devices, table_rows(snapshot), len(shown_alerts(snapshot))
             )
         if compact != self.compact:
             self.set_class(compact, "-compact")
         if not compact and snapshot is not None:
-            alerts = len(self.query_one(AlertsPanel).ordered)
-            lines = gpu_row_lines(height, len(snapshot.devices), len(snapshot.processes), alerts)
+            alerts = len(shown_alerts(snapshot))
+            lines = gpu_row_lines(height, len(snapshot.devices), table_rows(snapshot), alerts)
             if lines != self._row_lines:
                 self._row_lines = lines
                 self.set_class(lines > CARD_LINES, "-tall-rows")
