@@ -18,7 +18,6 @@ from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
 from tfgpu_tui.gpu.model import Snapshot
-from tfgpu_tui.notify.status import read_status
 from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
@@ -57,10 +56,11 @@ class StatusHeader(Static):
     def on_mount(self) -> None:
         shared = interpreter.subscribe(self, self._take_interpreter)
         self.call_after_refresh(shared.start_choosing)  # after the first frame: it asks interpreters
+        self.call_after_refresh(self._check_notify)  # and this reads a file
         if self._feed is not None:
             self._subscription = subscribe(self, self._feed)
             if (latest := self._feed.latest) is not None:  # on the first frame already
-                self.show_snapshot(latest)
+                self.show_snapshot(latest, check_notify=False)
 
     def on_unmount(self) -> None:
         if self._subscription is not None:
@@ -73,15 +73,22 @@ class StatusHeader(Static):
     def _take_interpreter(self, target: Target) -> None:
         self.interpreter = target
 
-    def show_snapshot(self, snapshot: Snapshot) -> None:
-        """Take the GPU count (or why there is none) and whether it is simulated from a snapshot."""
+    def show_snapshot(self, snapshot: Snapshot, check_notify: bool = True) -> None:
+        """Take the GPU count (or why there is none) and whether it is simulated from a snapshot; now and then
+        (with `check_notify`), whether this user's notify runs."""
         self.gpu_count = len(snapshot.devices) if snapshot.error is None else None
         self.no_gpu_reason = snapshot.error.message if snapshot.error is not None else ""
         self.simulated = snapshot.simulated
-        if snapshot.timestamp - self._notify_checked >= NOTIFY_CHECK_SECONDS:  # a small file, now and then
+        if check_notify and snapshot.timestamp - self._notify_checked >= NOTIFY_CHECK_SECONDS:
             self._notify_checked = snapshot.timestamp
-            status = read_status()
-            self.notify_line = status.indicator() if status is not None else ""
+            self._check_notify()
+
+    def _check_notify(self) -> None:
+        """Show `notify → ...` while this user's notify runs (its status file says so)."""
+        from tfgpu_tui.notify.status import read_status
+
+        status = read_status()
+        self.notify_line = status.indicator() if status is not None else ""
 
     def render(self) -> Text:
         width = self.content_region.width or 80
