@@ -420,6 +420,13 @@ def stale_alert_line(screen: str) -> str:
     return next((line for line in screen.splitlines() if "Stale" in line and NOTEBOOK in line), "")
 
 
+def stale_alert_with_rows(screen: str) -> str:
+    """The stale alert's line once the process table shows its rows too, or "". The first frame shows the GPUs
+    alone; the header and the table take the next snapshot each in its turn, so a frame may show the alert
+    before the rows."""
+    return stale_alert_line(screen) if re.search(r"^ Processes \(\d+\)", screen, re.MULTILINE) else ""
+
+
 def selected_alert_text(screen: str) -> str:
     """The selected alert's full text, shown between the alert lines (badges) and the process table's
     caption while the alerts list has the focus; "" when none shows."""
@@ -493,7 +500,7 @@ def main() -> int:
 
         # the dashboard at 80x24
         term = Terminal([sys.executable, "-m", "tfgpu_tui"], env)
-        screen = term.wait_for(stale_alert_line, 40, f"the stale alert naming {NOTEBOOK} on screen")
+        screen = term.wait_for(stale_alert_with_rows, 40, f"the stale alert naming {NOTEBOOK}, and the rows")
         world.screen("stale_alert", screen)
         world.step("the dashboard shows the notebook")
         kill_from_the_alert(world, term, inner)

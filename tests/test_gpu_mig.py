@@ -210,7 +210,7 @@ def test_the_monitor_at_80x24_has_a_line_per_slice(scenario, sleepers, fakenvml_
                FAKE_NVML_SCENARIO=str(path))  # fmt: skip
     terminal = Terminal([sys.executable, "-m", "tfgpu_tui"], env)
     try:
-        screen = terminal.wait_for("0:3 MIG 1g.10gb", "Memory full: GPU 0:3")
+        screen = terminal.wait_for("0:3 MIG 1g.10gb", "Memory full: GPU 0:3", "Processes (")
         lines = screen.splitlines()
         assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
         assert "MIG mode: no utilisation reported" in screen
