@@ -72,7 +72,7 @@ def read_status(path: Path | None = None, check_alive: bool = True) -> NotifySta
         return None
     status = NotifyStatus(pid, create_time, schemes)
     if check_alive:
-        import psutil  # only with a status file: the dashboard's header reads this at its first frame
+        import psutil  # only with a status file, which is rare: the dashboard's header reads this
 
         try:
             if abs(psutil.Process(pid).create_time() - create_time) > 0.05:
