@@ -60,7 +60,8 @@ class StatusHeader(Static):
         if self._feed is not None:
             self._subscription = subscribe(self, self._feed)
             if (latest := self._feed.latest) is not None:  # on the first frame already
-                self.show_snapshot(latest, check_notify=False)
+                self._notify_checked = latest.timestamp  # the check above counts for this snapshot
+                self.show_snapshot(latest)
 
     def on_unmount(self) -> None:
         if self._subscription is not None:
@@ -73,13 +74,13 @@ class StatusHeader(Static):
     def _take_interpreter(self, target: Target) -> None:
         self.interpreter = target
 
-    def show_snapshot(self, snapshot: Snapshot, check_notify: bool = True) -> None:
-        """Take the GPU count (or why there is none) and whether it is simulated from a snapshot; now and then
-        (with `check_notify`), whether this user's notify runs."""
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        """Take the GPU count (or why there is none) and whether it is simulated from a snapshot; now and
+        then, whether this user's notify runs."""
         self.gpu_count = len(snapshot.devices) if snapshot.error is None else None
         self.no_gpu_reason = snapshot.error.message if snapshot.error is not None else ""
         self.simulated = snapshot.simulated
-        if check_notify and snapshot.timestamp - self._notify_checked >= NOTIFY_CHECK_SECONDS:
+        if snapshot.timestamp - self._notify_checked >= NOTIFY_CHECK_SECONDS:
             self._notify_checked = snapshot.timestamp
             self._check_notify()
 

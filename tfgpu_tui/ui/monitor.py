@@ -306,15 +306,15 @@ class MonitorTab(DashboardTab):
         height = self.size.height or max(0, self.app.size.height - CHROME_LINES)
         if height == 0:
             return
+        alerts = len(shown_alerts(snapshot)) if snapshot is not None else 0
         compact = self.compact_choice
         if compact is None:
             compact = snapshot is None or not cards_fit(
-                height, snapshot.devices, table_rows(snapshot), len(shown_alerts(snapshot))
+                height, snapshot.devices, table_rows(snapshot), alerts
             )
         if compact != self.compact:
             self.set_class(compact, "-compact")
         if not compact and snapshot is not None:
-            alerts = len(shown_alerts(snapshot))
             lines = gpu_row_lines(height, len(snapshot.devices), table_rows(snapshot), alerts)
             if lines != self._row_lines:
                 self._row_lines = lines
