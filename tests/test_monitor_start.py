@@ -102,6 +102,7 @@ async def test_a_first_snapshot_of_the_gpus_alone_is_drawn_and_its_processes_are
             await pilot.pause()
             assert app.query_one(StatusHeader).gpu_count == 2 and shown_pids(app) == []
             assert str(app.query_one("#process-caption").render()) == "Processes: reading…"
+            assert "Host: CPU and memory reading…" in str(app.query_one("#host-line").render())
             await wait_until(pilot, lambda: source.reads >= 2, GUARD)  # the app asked for the processes
             source.release.set()
             await wait_until(pilot, lambda: len(shown_pids(app)) == 4, GUARD)

@@ -18,7 +18,8 @@ def render_host_line(snapshot: Snapshot, ui_ms: float | None = None, width: int 
     parts: list[tuple[int, Text]] = []  # (rank: the higher gives way first, text), in the line's order
     host = snapshot.host
     if host is None:
-        parts.append((0, Text("Host: CPU and memory unknown", style="dim")))
+        known = "reading…" if snapshot.processes_pending else "unknown"
+        parts.append((0, Text(f"Host: CPU and memory {known}", style="dim")))
     else:
         cpu = Text("Host ", style="bold")
         cpu.append("CPU ")
