@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from textual.widgets import TabbedContent, Tabs
-
 from tfgpu_tui.alerts import Alert, Severity, most_urgent
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.help_screen import HelpScreen
 from tfgpu_tui.ui.messages import AlertsChanged
+from tfgpu_tui.ui.tab_base import DashboardTab
 
 
 async def test_tabs_switch_with_number_keys() -> None:
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
-        tabs = app.query_one(TabbedContent)
-        assert tabs.active == "monitor"
+        assert app.active_tab == "monitor"
         for key, tab_id in (("1", "environment"), ("3", "training"), ("4", "probe"), ("2", "monitor")):
             await pilot.press(key)
             for _ in range(100):  # bounded wait: the switch and the refocus take a few frames under load
-                if tabs.active == tab_id and app.focused is not None:
+                if app.active_tab == tab_id and app.focused is not None:
                     break
                 await pilot.pause(0.05)
-            assert tabs.active == tab_id
+            assert app.active_tab == tab_id
+            shown = [tab.id for tab in app.query(DashboardTab) if tab.display]
+            assert shown == [f"{tab_id}-tab"] and app.focused in app.query_one(f"#{tab_id}-tab").query("*")
 
 
 async def test_the_shown_tabs_number_gives_its_table_back_the_focus() -> None:
@@ -34,12 +34,8 @@ async def test_the_shown_tabs_number_gives_its_table_back_the_focus() -> None:
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: isinstance(app.focused, ProcessTable))
-        for _ in range(20):  # start-up may still hand the focus to the table once: until the tab bar keeps it
-            app.query_one(Tabs).focus()  # e.g. a click on the tab bar: the Monitor's keys would go nowhere
-            await pilot.pause(0.1)
-            if isinstance(app.focused, Tabs):
-                break
-        assert isinstance(app.focused, Tabs)
+        app.screen.set_focus(None)  # e.g. a click on the tab bar: the Monitor's keys would go nowhere
+        await wait_until(pilot, lambda: app.focused is None)
         await pilot.press("2")
         await wait_until(pilot, lambda: isinstance(app.focused, ProcessTable))
 
@@ -117,7 +113,7 @@ async def test_command_palette_switches_tab() -> None:
         # the palette adds its search results in batches (every 0.25 s): wait for the hit, not a fixed 0.3 s
         await wait_until(pilot, lambda: highlighted().startswith("Show Training"))
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "training")
+        await wait_until(pilot, lambda: app.active_tab == "training")
 
 
 async def test_header_says_where_a_running_notify_sends(tmp_path, monkeypatch) -> None:
@@ -136,14 +132,13 @@ async def test_header_says_where_a_running_notify_sends(tmp_path, monkeypatch) -
 
 
 async def test_a_late_tab_activation_leaves_the_focus_where_a_key_put_it() -> None:
-    """The tab bar's activation message of the first tab can come after the first frame; by then a key (`a`)
-    may have moved the focus inside the tab, and it stays there (in tmux, under load, it went back to the
-    process table)."""
-    from textual.widgets import Tabs
+    """A click on the shown tab's title can be handled after a key (`a`) has moved the focus inside the tab;
+    the focus stays where the key put it (in tmux, under load, it once went back to the process table)."""
     from waiting import wait_until
 
     from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
     from tfgpu_tui.ui.widgets.process_table import ProcessTable
+    from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
@@ -151,13 +146,39 @@ async def test_a_late_tab_activation_leaves_the_focus_where_a_key_put_it() -> No
         await wait_until(pilot, lambda: bool(panel.ordered) and isinstance(app.focused, ProcessTable))
         await pilot.press("a")
         assert app.focused is panel
-        tabs = app.query_one(TabbedContent)
-        monitor_title = app.query_one(Tabs).active_tab
-        assert tabs.active == "monitor" and monitor_title is not None
-        tabs.post_message(TabbedContent.TabActivated(tabs, monitor_title))  # type: ignore[arg-type]
-        await pilot.pause()  # the activation is handled; what it defers to after a refresh runs first
+        bar = app.query_one(TabBar)
+        assert app.active_tab == "monitor"
+        bar.post_message(TabBar.Chosen("monitor"))
+        await pilot.pause()  # the choice is handled; what it defers to after a refresh runs first
         handled: list[bool] = []
         app.call_after_refresh(handled.append, True)
         await wait_until(pilot, lambda: bool(handled))
         await pilot.pause()  # a focus() takes effect one message later
         assert app.focused is panel
+
+
+def test_the_tab_bar_knows_which_title_is_under_a_column() -> None:
+    from tfgpu_tui.ui.widgets.tab_bar import TabBar
+
+    bar = TabBar([("environment", "Environment"), ("monitor", "Monitor")], "monitor")
+    assert bar.spans() == [("environment", 0, 13), ("monitor", 13, 22)]  # each title with a cell each side
+    under = [bar.tab_at(x) for x in (0, 12, 13, 21, 22, 80)]
+    assert under == ["environment", "environment", "monitor", "monitor", None, None]
+
+
+async def test_the_tab_bar_marks_the_shown_tab_and_a_click_on_a_title_shows_it() -> None:
+    from waiting import wait_until
+
+    from tfgpu_tui.ui.widgets.tab_bar import TabBar
+
+    app = TfgpuApp(Settings(demo=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        bar = app.query_one(TabBar)
+        titles, rule = str(bar.render()).split("\n")
+        assert titles == " Environment  Monitor  Training  Batch probe " and rule == "━" * 80
+        await wait_until(pilot, lambda: app.focused is not None)
+        await pilot.press("3")
+        await wait_until(pilot, lambda: bar.active == "training")
+        start = next(start for tab_id, start, _end in bar.spans() if tab_id == "environment")
+        await pilot.click(TabBar, offset=(start, 1))  # on the rule under the title
+        await wait_until(pilot, lambda: app.active_tab == "environment" and bar.active == "environment")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from monitor_helpers import CPU_JOB, FAST, select_pid, shown_pids, wait_for_table
-from textual.widgets import TabbedContent
 from waiting import wait_until
 
 from tfgpu_tui.settings import Settings
@@ -25,7 +24,7 @@ async def test_e_on_a_cpu_fallback_process_jumps_to_its_finding() -> None:
         alert = next(a for a in app.query_one("MonitorTab").snapshot.alerts if a.subject == f"PID {CPU_JOB}")
         assert alert.kind == "cpu_fallback" and alert.link.startswith("environment:")
         await pilot.press("e")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "environment")
+        await wait_until(pilot, lambda: app.active_tab == "environment")
         env = app.query_one(EnvironmentTab)
         await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=15)
         await pilot.pause()
@@ -46,7 +45,7 @@ async def test_l_on_a_real_tensorflow_process_follows_its_log(tmp_path: Path) ->
             await wait_until(pilot, lambda: child.pid in shown_pids(app), timeout=90)
             await select_pid(pilot, child.pid)
             await pilot.press("l")
-            await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "training")
+            await wait_until(pilot, lambda: app.active_tab == "training")
             assert app.query_one(TrainingTab).path == log
     finally:
         child.kill()

@@ -8,7 +8,7 @@ import json
 import signal
 from dataclasses import asdict
 
-from textual.widgets import DataTable, Static, TabbedContent
+from textual.widgets import DataTable, Static
 from waiting import wait_until
 
 from tfgpu_tui.env.check_run import full_report
@@ -82,7 +82,7 @@ async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
         assert app.query_one("#probe-summary", Static).border_title == "SIMULATED"
         # The Environment tab checks the simulated machine's Python and GPUs, not this machine's.
         await pilot.press("1")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "environment")
+        await wait_until(pilot, lambda: app.active_tab == "environment")
         from tfgpu_tui.ui.environment import EnvironmentTab
 
         env = app.query_one(EnvironmentTab)

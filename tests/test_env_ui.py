@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from monitor_helpers import record_notifications
-from textual.widgets import DataTable, Static, TabbedContent
+from textual.widgets import DataTable, Static
 from waiting import wait_until
 
 from tfgpu_tui.env.recorded import load_recording
@@ -55,7 +55,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         assert "PID 39012 on GPU 1" in detail  # the Monitor's stale kernel: one simulated machine
         assert "Enter opens the Monitor tab" in detail
         await pilot.press("enter")
-        await settle(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
+        await settle(pilot, lambda: app.active_tab == "monitor")
 
 
 async def test_fix_shown_for_selected_failure() -> None:
@@ -159,7 +159,7 @@ async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_show
 
         narrow = widths()
         await pilot.press("2")
-        await settle(pilot, lambda: app.query_one(TabbedContent).active == "monitor")
+        await settle(pilot, lambda: app.active_tab == "monitor")
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         await pilot.press("1")

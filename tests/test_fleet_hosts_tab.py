@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from fleet_helpers import free_port, stop
 from textual.geometry import Region
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 from waiting import wait_until
 
 from tfgpu_tui.fleet.readers import DirectReader
@@ -109,7 +109,7 @@ async def test_no_hosts_tab_without_a_fleet_source() -> None:
         await pilot.press("5")
         await pilot.pause()
         assert not app.query(HostsTab)
-        assert app.query_one(TabbedContent).active == "monitor"
+        assert app.active_tab == "monitor"
 
 
 async def test_an_update_right_after_enter_reaches_the_host_screen() -> None:

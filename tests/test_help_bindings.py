@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from monitor_helpers import CPU_JOB, KERNEL, record_notifications, select_pid, wait_for_table
 from rich.console import Console
-from textual.widgets import Input, Static, TabbedContent
+from textual.widgets import Input, Static
 from waiting import wait_until
 
 from tfgpu_tui.probe import trial_runner as runner
@@ -135,7 +135,7 @@ async def test_monitor_keys() -> None:
         assert any("simulated" in message for _, message in shown)
         await select_pid(pilot, CPU_JOB)
         await pilot.press("e")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "environment")
+        await wait_until(pilot, lambda: app.active_tab == "environment")
 
 
 async def test_environment_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +153,7 @@ async def test_environment_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         linked = next(i for i, finding in enumerate(tab.report.findings) if finding.link_tab)
         tab.query_one("#env-findings").move_cursor(row=linked)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active != "environment")
+        await wait_until(pilot, lambda: app.active_tab != "environment")
 
 
 async def test_training_keys(tmp_path: Path) -> None:

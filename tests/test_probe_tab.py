@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, Checkbox, DataTable, Input, OptionList, Select, Static, TabbedContent
+from textual.widgets import Button, Checkbox, DataTable, Input, OptionList, Select, Static
 from waiting import wait_until
 
 from tfgpu_tui.gpu.model import DeviceInfo
@@ -110,7 +110,7 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
         assert app.query_one("#probe-start", Button).disabled is True
         app.query_one("#probe-trials", DataTable).focus()
         await pilot.press("1")  # the app still answers keys while a trial runs
-        assert app.query_one(TabbedContent).active == "environment"
+        assert app.active_tab == "environment"
         tab.action_cancel()
         await wait_until(pilot, lambda: not tab.running, timeout=5)
         assert "Cancelled" in text_of(app, "#probe-status")

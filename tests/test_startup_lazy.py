@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-from textual.widgets import TabbedContent
 from waiting import wait_until
 
 from tfgpu_tui.cli import build_parser
@@ -16,6 +15,7 @@ from tfgpu_tui.commands import COMMAND_MODULES
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_SPECS, TfgpuApp
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
 LATER = ("monitor", "environment", "training", "batch_probe", "hosts", "help_screen")
 
@@ -69,27 +69,27 @@ def test_tab_specs_name_the_tab_classes() -> None:
 async def test_a_tab_is_built_when_first_shown(tmp_path) -> None:
     app = TfgpuApp(Settings(log_path=tmp_path / "absent.log", demo=True))
     async with app.run_test(size=(120, 40)) as pilot:
-        tabs = app.query_one(TabbedContent)
-        assert not tabs.get_pane("environment").query_children(DashboardTab)
-        assert not tabs.get_pane("probe").query_children(DashboardTab)
-        assert tabs.get_pane("monitor").query_children(DashboardTab)
+        built = {tab.id for tab in app.query(DashboardTab)}
+        assert "monitor-tab" in built and not built & {"environment-tab", "probe-tab"}
         await wait_until(pilot, lambda: app.focused is not None)  # the Monitor has taken the focus
         await pilot.press("4")
-        await wait_until(pilot, lambda: tabs.active == "probe" and app.focused is not None)
-        probe = tabs.get_pane("probe").query_children(DashboardTab)
+        await wait_until(pilot, lambda: app.active_tab == "probe" and app.focused is not None)
+        probe = app.query("#probe-tab")
         assert len(probe) == 1 and app.focused in probe.first().query("*")
         await pilot.press("2", "4")
-        await wait_until(pilot, lambda: tabs.active == "probe")
-        assert len(tabs.get_pane("probe").query_children(DashboardTab)) == 1  # built once
+        await wait_until(pilot, lambda: app.active_tab == "probe")
+        assert len(app.query("#probe-tab")) == 1  # built once
+        assert [tab.id for tab in app.query(DashboardTab) if tab.display] == ["probe-tab"]
 
 
 async def test_a_click_on_a_tab_title_builds_and_focuses_it(tmp_path) -> None:
     app = TfgpuApp(Settings(log_path=tmp_path / "absent.log", demo=True))
     async with app.run_test(size=(120, 40)) as pilot:
-        tabs = app.query_one(TabbedContent)
         await wait_until(pilot, lambda: app.focused is not None)
-        await pilot.click("#--content-tab-probe")
-        pane = tabs.get_pane("probe")
-        await wait_until(pilot, lambda: bool(pane.query_children(DashboardTab)) and app.focused is not None)
-        await wait_until(pilot, lambda: app.focused in pane.query("*"))
-        assert tabs.active == "probe"
+        bar = app.query_one(TabBar)
+        start = next(start for tab_id, start, _end in bar.spans() if tab_id == "probe")
+        await pilot.click(TabBar, offset=(start + 2, 0))
+        await wait_until(pilot, lambda: bool(app.query("#probe-tab")))
+        probe = app.query_one("#probe-tab")
+        await wait_until(pilot, lambda: app.focused in probe.query("*"))
+        assert app.active_tab == "probe" and bar.active == "probe"

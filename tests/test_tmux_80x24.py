@@ -89,3 +89,12 @@ def test_inherited_columns_and_lines_do_not_freeze_the_size(tmp_path: Path) -> N
         wait_for(refitted, 15)
     finally:
         term.close()
+
+
+def test_the_monitors_keys_work_from_the_first_frame(terminal: Terminal) -> None:
+    """The demo's first snapshot has alerts, so the alerts list is the screen's first focusable widget and
+    Textual focuses it by itself at start; the app gives the focus to the process table instead. Then `a`
+    moves it to the alerts and shows the selected one in full (before, `a` did nothing)."""
+    terminal.wait_for("SIMULATED", "Processes", "WARN")
+    terminal.press("a")
+    terminal.wait_for("█ Fix:")

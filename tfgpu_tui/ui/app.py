@@ -1,9 +1,10 @@
-"""The Textual app: a status header, the tabs, a footer with the keys that matter.
+"""The Textual app: a status header, the tab bar and the tabs, a footer with the keys that matter.
 
 The app owns the process's one SnapshotFeed (gpu/feed.py) and the kill path beside it: the header, the
 app's alerts and the Monitor each subscribe to it. Start-up builds only what the first frame needs: the
 initial tab and, when there is a log to follow, the Training tab (its problems reach the header from any
-tab). Any other tab's module is imported and its content built the first time it is shown.
+tab). Any other tab's module is imported and its content built the first time it is shown. The tabs are the
+screen's children between the tab bar and the footer; the app shows one and hides the others.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
-from textual.widgets import TabbedContent, TabPane
 
 from tfgpu_tui.alerts import Alert, most_urgent, ordered
 from tfgpu_tui.gpu.feed import SnapshotFeed
@@ -37,6 +37,7 @@ from tfgpu_tui.ui.messages import AlertsChanged, OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.alerts_panel import with_short_titles
 from tfgpu_tui.ui.widgets.key_footer import KeyFooter
+from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
 
 def _fleet_wanted(settings: Settings) -> bool:
@@ -129,16 +130,6 @@ def __getattr__(name: str) -> object:
 PALETTE_HELP = Binding("ctrl+p", "command_palette", "Command palette: switch tab, or any tab's action")
 
 
-class DashboardTabs(TabbedContent):
-    """The tabs. A focus that lands in a hidden tab does not show that tab: it is a focus call still queued
-    from before a switch, or Textual moving the focus off a widget just hidden, never the user's choice."""
-
-    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
-        if event.tab_pane.id != self.active:
-            event.prevent_default()
-            event.stop()
-
-
 class TfgpuApp(App[None]):
     """tfgpu-tui's dashboard."""
 
@@ -171,25 +162,37 @@ class TfgpuApp(App[None]):
         self._alerts_by_source: dict[str, list[Alert]] = {}
         self._gpu_alerts: list[Alert] | None = None  # the latest snapshot's, to tell a change
         self._specs = [spec for spec in TAB_SPECS if spec.present(self.settings)]
+        self._active = initial_tab
+        self._tabs: dict[str, DashboardTab] = {}  # the tabs built so far, by id
         self._mounting: dict[str, AwaitMount] = {}  # tabs built after start-up, until they are mounted
+        self._bar = TabBar([(spec.tab_id, spec.title) for spec in self._specs], initial_tab)
+        self._footer = KeyFooter()
 
     def on_load(self) -> None:
         self.feed.start()
 
+    @property
+    def active_tab(self) -> str:
+        """The id of the tab shown (or being built to be shown)."""
+        return self._active
+
     def compose(self) -> ComposeResult:
         yield StatusHeader(self.feed)
-        with DashboardTabs(initial=self.initial_tab):
-            for spec in self._specs:
-                with TabPane(spec.title, id=spec.tab_id):
-                    if self._built_at_start(spec.tab_id):
-                        yield self._make_tab(spec)
-        yield KeyFooter()
+        yield self._bar
+        for spec in self._specs:
+            if self._built_at_start(spec.tab_id):
+                yield self._make_tab(spec)
+        yield self._footer
 
     def _make_tab(self, spec: TabSpec) -> DashboardTab:
-        """A tab's content; the Monitor gets the feed and the kill path."""
+        """A tab's content, hidden unless it is the shown tab; the Monitor gets the feed and the kill path."""
         if spec.tab_id == "monitor":
-            return spec.load()(self.settings, self.feed, self.kills)  # type: ignore[call-arg]
-        return spec.load()(self.settings)
+            tab = spec.load()(self.settings, self.feed, self.kills)  # type: ignore[call-arg]
+        else:
+            tab = spec.load()(self.settings)
+        tab.display = spec.tab_id == self._active
+        self._tabs[spec.tab_id] = tab
+        return tab
 
     def _built_at_start(self, tab_id: str) -> bool:
         """The initial tab, and the Training tab when it has a log to follow (its alerts reach the header
@@ -205,10 +208,11 @@ class TfgpuApp(App[None]):
         """Mount the tab's content unless it is there; what to await until it is mounted (None: it is)."""
         if tab_id in self._mounting:
             return self._mounting[tab_id]
-        pane = self.query_one(TabbedContent).get_pane(tab_id)
-        if pane.query_children(DashboardTab):
+        if tab_id in self._tabs:
             return None
-        mounting = self._mounting[tab_id] = pane.mount(self._make_tab(SPECS_BY_ID[tab_id]))
+        footer = self._footer
+        mounting = footer.screen.mount(self._make_tab(SPECS_BY_ID[tab_id]), before=footer)
+        self._mounting[tab_id] = mounting
         return mounting
 
     async def tab(self, tab_id: str) -> DashboardTab:
@@ -217,7 +221,7 @@ class TfgpuApp(App[None]):
         if mounting is not None:
             await mounting
             self._mounting.pop(tab_id, None)
-        return self.query_one(TabbedContent).get_pane(tab_id).query_children(DashboardTab).first()
+        return self._tabs[tab_id]
 
     def on_mount(self) -> None:
         self.query_one(StatusHeader).simulated = self.settings.demo
@@ -226,7 +230,9 @@ class TfgpuApp(App[None]):
         subscribe(self, self.feed)  # the GPU alerts, for the header on every tab
         if (latest := self.feed.latest) is not None:
             self._take_snapshot(latest)
-        self._focus_active_tab()  # before the first frame: a key pressed once it shows reaches the tab
+        # The shown tab's main widget, not the first focusable one that Textual may have focused: before the
+        # first frame, so a key pressed once it shows reaches the tab.
+        self._tabs[self._active].focus_default()
         if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
             loop = asyncio.get_running_loop()
             for ending in ENDING_SIGNALS:
@@ -302,24 +308,13 @@ class TfgpuApp(App[None]):
         if isinstance(tab, TrainingTab):
             tab.open_log(message.path, message.pid)
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        mounting = self._build_tab(event.pane.id) if event.pane.id else None
-        if mounting is None:
-            self.call_after_refresh(self._focus_active_tab)
-        else:  # shown before it was built (a click on its title): focus it once it is there
-            self.call_after_refresh(self._focus_when_mounted, event.pane.id)
-
-    async def _focus_when_mounted(self, tab_id: str) -> None:
-        (await self.tab(tab_id)).focus_default()
+    async def on_tab_bar_chosen(self, message: TabBar.Chosen) -> None:
+        await self.action_show_tab(message.tab_id)
 
     def _focus_active_tab(self) -> None:
-        """Give the shown tab's main widget the focus, unless the focus is inside that tab already (the tab
-        bar's activation message can come after a key that moved the focus, e.g. `a` to the alerts)."""
-        tabs = self.query_one(TabbedContent)
-        pane = tabs.get_pane(tabs.active) if tabs.active else None
-        if pane is None or self._focus_is_inside(pane):
-            return
-        for tab in pane.query_children(DashboardTab):
+        """Give the shown tab's main widget the focus, unless the focus is inside that tab already."""
+        tab = self._tabs.get(self._active)
+        if tab is not None and not self._focus_is_inside(tab):
             tab.focus_default()
 
     def _focus_is_inside(self, widget: Widget) -> bool:
@@ -332,14 +327,16 @@ class TfgpuApp(App[None]):
         return True
 
     async def action_show_tab(self, tab_id: str) -> None:
-        """Switch to the tab with this pane id (built first, the first time it is shown)."""
-        await self.tab(tab_id)
-        tabs = self.query_one(TabbedContent)
-        if tabs.active != tab_id:
-            # Else Textual hands the focus to a sibling in the tab being hidden, which shows that tab again.
-            self.screen.set_focus(None)
-            tabs.active = tab_id
-        elif not self._focus_is_inside(tabs.get_pane(tab_id)):
+        """Switch to the tab with this id (built first, the first time it is shown) and focus it."""
+        shown = await self.tab(tab_id)
+        if self._active != tab_id:
+            self._active = tab_id
+            self.screen.set_focus(None)  # else Textual hands the focus to a sibling in the tab being hidden
+            for other_id, tab in self._tabs.items():
+                tab.display = other_id == tab_id
+            self._bar.active = tab_id
+            self.call_after_refresh(self._focus_active_tab)
+        elif not self._focus_is_inside(shown):
             self._focus_active_tab()  # shown, but the focus is outside it: its keys would not work
         else:
             # Shown and focused, so nothing changes; but the footer skips updates while the app has no focus
@@ -350,8 +347,7 @@ class TfgpuApp(App[None]):
         """Show every key binding, grouped by tab, the current tab's first."""
         from tfgpu_tui.ui.help_screen import HelpScreen
 
-        active = self.query_one(TabbedContent).active
-        current = next((spec.title for spec in self._specs if spec.tab_id == active), None)
+        current = next((spec.title for spec in self._specs if spec.tab_id == self._active), None)
         self.push_screen(HelpScreen(self.help_sections(), current))
 
     def help_sections(self) -> list[tuple[str, list[BindingType]]]:

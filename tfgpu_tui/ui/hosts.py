@@ -13,7 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.fleet.feed import FleetFeed
@@ -112,8 +112,7 @@ class HostsTab(DashboardTab):
 
     def _focus_if_shown(self) -> None:
         """Built on first show (after the app tried to focus it): take the focus if the tab is active."""
-        tabs = self.app.query(TabbedContent)
-        if tabs and tabs.first().active == self.TAB_ID:
+        if getattr(self.app, "active_tab", None) == self.TAB_ID:
             self.focus_default()
 
     def on_unmount(self) -> None:
