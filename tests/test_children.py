@@ -79,3 +79,63 @@ def test_a_child_asked_to_stop_returns_what_it_printed() -> None:
         first = process.stdout.readline()
         stdout, _ = communicate_bounded(process, poll=0.01, should_stop=lambda: True)
     assert first == b"hello\n" and stdout == b"" and process.returncode == -9
+
+
+# fork_call forks only a process with one thread, which pytest's is not: each case runs in a fresh
+# interpreter, which prints what the parent got.
+FORKED = """
+import os, sys, time
+from tfgpu_tui.children import fork_call
+
+def late():
+    time.sleep(60)
+
+def fails():
+    raise RuntimeError("no")
+
+case = sys.argv[1]
+if case == "value":
+    call = fork_call(lambda: {"pid": os.getpid(), "devices": [1, 2]})
+    got = call.result(30)
+    print(call.pid == got["pid"] != os.getpid(), got["devices"])
+elif case == "late":
+    call = fork_call(late)
+    print(call.pid, call.result(0.5), flush=True)
+    time.sleep(60)
+elif case == "fails":
+    print(fork_call(fails).result(30))
+elif case == "threads":
+    import threading
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+    print(fork_call(lambda: 1))
+"""
+
+
+def forked(case: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", FORKED, case], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
+
+
+def test_fork_call_returns_what_the_function_returned_in_another_process() -> None:
+    assert forked("value") == "True [1, 2]"  # computed in the child, whose PID it was
+
+
+def test_fork_call_gives_nothing_for_a_function_that_raises() -> None:
+    assert forked("fails") == "None"
+
+
+def test_fork_call_does_not_fork_a_process_that_runs_threads() -> None:
+    assert forked("threads") == "None"
+
+
+def test_a_late_forked_call_gives_nothing_and_its_child_is_ended() -> None:
+    process = subprocess.Popen([sys.executable, "-c", FORKED, "late"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        pid, result = process.stdout.readline().split()
+        assert result == "None"
+        wait_for(lambda: not psutil.pid_exists(int(pid)), 30)  # killed, and reaped by its parent
+    finally:
+        process.kill()
+        process.wait()

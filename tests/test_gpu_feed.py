@@ -259,3 +259,23 @@ def test_a_sample_of_the_gpus_alone_still_says_why_there_is_no_gpu() -> None:
     snapshot = Sampler(Settings(), NoGpu()).sample(processes=False)
     assert snapshot.processes_pending and snapshot.devices == []
     assert [(alert.kind, alert.message) for alert in snapshot.alerts] == [("no_gpu", "No NVML here")]
+
+
+def test_a_feed_started_from_a_snapshot_samples_only_when_asked_and_then_whole() -> None:
+    """The dashboard's feed starts from the snapshot its forked child took: that one is the first every
+    subscriber gets, and the feed creates its Sampler and samples (whole) only when the app asks."""
+    given = Sampler(Settings(), SimulatedSource(gpus=2)).sample(processes=False)
+    source = SimulatedSource(gpus=3)
+    feed = SnapshotFeed(Settings(), source, idle_seconds=3600.0, first_without_processes=True)
+    recorder = Recorder()
+    feed.subscribe(recorder)
+    feed.start_from(given)
+    try:
+        assert feed.wait_first(GUARD) is given and recorder.next().snapshot is given
+        assert feed.sampler is None  # no NVML in this process before it is asked for
+        feed.sample_soon()
+        whole = recorder.next().snapshot
+        assert len(whole.devices) == 3 and not whole.processes_pending and whole.processes
+        assert feed.sampler is not None
+    finally:
+        feed.close()

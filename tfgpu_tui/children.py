@@ -1,5 +1,5 @@
-"""tfgpu-tui's own child processes (the environment inspection, the batch probe's trials): how they are
-started, how much of their output is kept, and how they are ended.
+"""tfgpu-tui's own child processes (the environment inspection, the batch probe's trials, the first reading of
+the GPUs): how they are started, how much of their output is kept, and how they are ended.
 
 - Started marked as ours (own_children.py: no instance of the dashboard alerts on them), with stdin from
   /dev/null, both outputs piped, each in a session of its own, so that ending one ends whatever it started
@@ -9,19 +9,23 @@ started, how much of their output is kept, and how they are ended.
 - Ended with SIGKILL to its group, only while it has not been reaped (its PID is still ours then).
 - `run_child` children are tracked, and `stop_all()` ends them (quitting must not wait for a TensorFlow
   import that may take minutes).
+- `fork_call` runs a function in a forked copy of this process, on another core, and returns its result
+  through a pipe; a child that is late is ended with SIGKILL.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import select
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Generic, TypeVar
 
 from tfgpu_tui.own_children import marked
 
@@ -175,3 +179,86 @@ def stop_all() -> int:
     for process in processes:
         end_child(process)
     return len(processes)
+
+
+T = TypeVar("T")
+
+
+class ForkedCall(Generic[T]):
+    """A function running in a forked copy of this process (see `fork_call`); `result` collects its value."""
+
+    def __init__(self, pid: int, pipe: int) -> None:
+        self.pid = pid
+        self._pipe = pipe  # the read end; the child writes its pickled result to the other
+
+    def result(self, timeout: float) -> T | None:
+        """The function's return value, waiting up to `timeout` seconds for it. None when the child failed
+        or was late; a late child is ended with SIGKILL. Call once."""
+        data = self._read_all(timeout)
+        if data is None:
+            self._end()
+            return None
+        os.waitpid(self.pid, 0)  # it has closed the pipe, and os._exit follows
+        try:
+            return pickle.loads(data) if data else None
+        except Exception:  # noqa: BLE001 - a child that died halfway through writing
+            return None
+
+    def _read_all(self, timeout: float) -> bytes | None:
+        """Everything the child writes until it closes the pipe; None if that takes over `timeout` s."""
+        deadline = time.monotonic() + timeout
+        chunks: list[bytes] = []
+        try:
+            while (remaining := deadline - time.monotonic()) > 0:
+                if not select.select([self._pipe], [], [], remaining)[0]:
+                    return None
+                chunk = os.read(self._pipe, READ_CHUNK)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+            return None
+        except OSError:
+            return None
+        finally:
+            os.close(self._pipe)
+
+    def _end(self) -> None:
+        """SIGKILL the late child (not reaped yet, so the PID is still ours) and reap it in the background:
+        one stuck in the driver ends only when the driver lets it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        threading.Thread(target=_reap, args=(self.pid,), name="tfgpu-reap", daemon=True).start()
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def fork_call(function: Callable[[], T]) -> ForkedCall[T] | None:
+    """Start `function()` in a forked copy of this process and return at once; None where there is no
+    fork, or where this process already runs other threads (a fork copies only the calling thread, so a
+    lock another thread held would stay locked in the child). The child's standard streams go to
+    /dev/null; it writes the pickled value to a pipe and ends with `os._exit`, whatever happens."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the child: never returns into the caller's code
+        try:
+            os.close(read_end)
+            null = os.open(os.devnull, os.O_RDWR)
+            for stream in (0, 1, 2):
+                os.dup2(null, stream)
+            data = pickle.dumps(function())
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return ForkedCall(pid, read_end)

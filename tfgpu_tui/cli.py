@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Collection, MutableMapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -306,16 +307,26 @@ def forget_inherited_terminal_size(environ: MutableMapping[str, str]) -> None:
 
 
 def run_app(settings: Settings) -> int:
-    """Start the interactive dashboard. Its feed starts first and Textual is imported once the GPUs are read
-    (or after FIRST_SNAPSHOT_SECONDS): done beside Textual's start-up, the first sample competes with it for
-    the interpreter and both finish late; done first, the first frame already shows the GPUs. That first
-    snapshot reads the GPUs alone; the app has their processes read once the frame is drawn."""
-    from tfgpu_tui.gpu.feed import SnapshotFeed
+    """Start the interactive dashboard, its first frame showing the GPUs. A forked child reads them (pynvml's
+    import, NVML's start, the GPUs alone) on another core while this process imports Textual and the UI;
+    the feed starts from that snapshot, and the app has the processes read once the frame is drawn. Where
+    there is no child (the demo, whose simulation lives in this process; no fork), the feed takes that
+    first snapshot itself, before Textual is imported (in a thread beside it, both would finish late)."""
+    from tfgpu_tui.children import fork_call
+    from tfgpu_tui.gpu.feed import SnapshotFeed, first_gpus_snapshot
 
-    feed = SnapshotFeed(settings, first_without_processes=True).start()
-    feed.wait_first(FIRST_SNAPSHOT_SECONDS)
+    feed = SnapshotFeed(settings, first_without_processes=True)
+    reading = None if settings.demo else fork_call(partial(first_gpus_snapshot, settings))
+    if reading is None:
+        feed.start().wait_first(FIRST_SNAPSHOT_SECONDS)
     from tfgpu_tui.ui.app import TfgpuApp
 
+    if reading is not None:
+        first = reading.result(FIRST_SNAPSHOT_SECONDS)
+        if first is None:  # failed, or late (a driver slow to start): the feed's own first one follows
+            feed.start()
+        else:
+            feed.start_from(first)
     forget_inherited_terminal_size(os.environ)
     TfgpuApp(settings, feed=feed).run()  # the app closes the feed as it ends
     return 0

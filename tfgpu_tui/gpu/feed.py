@@ -2,7 +2,8 @@
 
 A feed owns the process's Sampler. Its thread creates the Sampler and takes the first snapshot at once (the
 dashboard waits a moment for it, so that its first frame shows the GPUs; its feed reads the GPUs alone for
-that one, and their processes when the frame is drawn and it calls `sample_soon`), then samples as often as
+that one, and their processes when the frame is drawn and it calls `sample_soon`), unless that first one
+came from elsewhere (`start_from`: the dashboard's forked child); then it samples as often as
 its most demanding subscriber asks (a hidden view asks for no rate: then every `idle_seconds`) and hands
 each frozen Snapshot to every subscriber. The dashboard, `export` and `notify` each own one feed; the
 Monitor, the header, the alerts, the exporter and the notifier subscribe. The kill path beside it is
@@ -98,6 +99,7 @@ class SnapshotFeed:
         self._stopped = False
         self._first = threading.Event()
         self._latest: Snapshot | None = None
+        self._given_first = False  # the first snapshot came from elsewhere (`start_from`)
         self._thread: threading.Thread | None = None
 
     # -- life -----------------------------------------------------------------------------------------------
@@ -107,6 +109,15 @@ class SnapshotFeed:
             self._thread = threading.Thread(target=self._run, name="tfgpu-feed", daemon=True)
             self._thread.start()
         return self
+
+    def start_from(self, snapshot: Snapshot) -> SnapshotFeed:
+        """Start with `snapshot`, taken elsewhere (the dashboard's forked child), as the first; the thread
+        then creates the Sampler and takes its own first, whole snapshot when asked (`sample_soon`) or at
+        the end of the period, not at once. Returns the feed."""
+        self._given_first = True
+        self._first_without_processes = False
+        self._publish(snapshot)
+        return self.start()
 
     def wait_first(self, timeout: float | None = None) -> Snapshot | None:
         """The first snapshot, waiting up to `timeout` seconds for it (None: it is not taken yet)."""
@@ -186,6 +197,8 @@ class SnapshotFeed:
 
     # -- the thread -----------------------------------------------------------------------------------------
     def _run(self) -> None:
+        if self._given_first:
+            self._wait_after(time.monotonic())
         try:
             if self._sampler is None:
                 self._sampler = Sampler(self.settings, self._source)
@@ -263,3 +276,13 @@ class SnapshotFeed:
         if sampler is not None:
             with contextlib.suppress(Exception):
                 sampler.close()
+
+
+def first_gpus_snapshot(settings: Settings) -> Snapshot:
+    """A snapshot of the GPUs alone (the dashboard's first, taken in a forked child); NVML is shut down
+    after it."""
+    sampler = Sampler(settings)
+    try:
+        return sampler.sample(processes=False)
+    finally:
+        sampler.close()
