@@ -173,7 +173,7 @@ class TfgpuApp(App[None]):
 
     @property
     def active_tab(self) -> str:
-        """The id of the tab shown (or being built to be shown)."""
+        """The id of the tab shown."""
         return self._active
 
     def compose(self) -> ComposeResult:
@@ -232,7 +232,8 @@ class TfgpuApp(App[None]):
             self._take_snapshot(latest)
         # The shown tab's main widget, not the first focusable one that Textual may have focused: before the
         # first frame, so a key pressed once it shows reaches the tab.
-        self._tabs[self._active].focus_default()
+        if (shown := self._tabs.get(self._active)) is not None:
+            shown.focus_default()
         if not self.is_headless:  # a closed terminal (SIGHUP) or `kill` (SIGTERM) ends the app as `q` does
             loop = asyncio.get_running_loop()
             for ending in ENDING_SIGNALS:
