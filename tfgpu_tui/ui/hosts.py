@@ -107,13 +107,7 @@ class HostsTab(DashboardTab):
         yield HostsTable(COLUMNS, MAX_WIDTHS, priority=PRIORITY, id="hosts-table")
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._focus_if_shown)
         self._feed.start()
-
-    def _focus_if_shown(self) -> None:
-        """Built on first show (after the app tried to focus it): take the focus if the tab is active."""
-        if getattr(self.app, "active_tab", None) == self.TAB_ID:
-            self.focus_default()
 
     def on_unmount(self) -> None:
         self._feed.close()
