@@ -112,7 +112,7 @@ def start_prometheus(
         except OSError:
             return False
 
-    wait_for(ready, timeout=30)
+    wait_for(ready, timeout=60)
     return url
 
 
@@ -137,7 +137,7 @@ def targets(url: str) -> list[dict]:
         return json.load(reply)["data"]["activeTargets"]
 
 
-def wait_scrapes(url: str, count: int, timeout: float = 30.0) -> None:
+def wait_scrapes(url: str, count: int, timeout: float = 60.0) -> None:
     """Until every target has been scraped `count` times (its `up` samples over the last minute)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -78,7 +78,7 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
     """notebook_server.wait, polling every 0.2 s; a generous hang guard, not a timing assertion."""
     return wait(condition, timeout, what, step=0.2)
 
@@ -108,7 +108,7 @@ class LabTerminal:
         cols, rows = self.browser.evaluate(f"[{TERMINAL_JS}._term.cols, {TERMINAL_JS}._term.rows]")
         return int(cols), int(rows)
 
-    def wait_for_text(self, needle: str | Callable[[str], bool], timeout: float = 30.0) -> str:
+    def wait_for_text(self, needle: str | Callable[[str], bool], timeout: float = 60.0) -> str:
         check = needle if callable(needle) else (lambda text: needle in text)
         last = [""]
 

@@ -108,7 +108,7 @@ class WebTerminal:
         with contextlib.suppress(asyncio.TimeoutError):
             await self.wait_for(lambda: False, seconds)
 
-    async def wait_for(self, condition: Callable[[], object], timeout: float = 20.0) -> None:
+    async def wait_for(self, condition: Callable[[], object], timeout: float = 60.0) -> None:
         """Read messages until `condition()` holds; raise asyncio.TimeoutError after `timeout` s."""
         deadline = time.monotonic() + timeout
         while not condition():
@@ -127,7 +127,7 @@ class WebTerminal:
             elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                 raise ConnectionError("the server closed the websocket")
 
-    async def wait_for_text(self, *needles: str, timeout: float = 20.0) -> None:
+    async def wait_for_text(self, *needles: str, timeout: float = 60.0) -> None:
         """Until every needle is on the screen (spaces squeezed, so wrapping inside a toast is tolerated)."""
 
         def squeezed() -> str:

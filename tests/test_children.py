@@ -43,7 +43,7 @@ def test_run_child_past_its_timeout_is_ended_with_its_group() -> None:
     with pytest.raises(subprocess.TimeoutExpired) as raised:
         run_child([sys.executable, "-c", code], timeout=3)
     started.append(int(raised.value.output.split()[0]))
-    wait_for(lambda: gone(started[0]), timeout=20)
+    wait_for(lambda: gone(started[0]), timeout=60)
 
 
 def test_stop_all_ends_a_running_child_and_its_group() -> None:
@@ -56,11 +56,11 @@ def test_stop_all_ends_a_running_child_and_its_group() -> None:
         grandchildren[:] = [p for p in psutil.Process().children(recursive=True) if p.name() == "sleep"]
         return bool(grandchildren)
 
-    wait_for(started, timeout=30)
+    wait_for(started, timeout=60)
     assert stop_all() == 1
     thread.join(30)
     assert not thread.is_alive() and results[0].returncode == -9
-    wait_for(lambda: gone(grandchildren[0].pid), timeout=20)
+    wait_for(lambda: gone(grandchildren[0].pid), timeout=60)
     assert stop_all() == 0
 
 
@@ -70,7 +70,7 @@ def test_leaving_a_child_by_an_exception_ends_it_and_its_group() -> None:
         grandchild = int(process.stdout.readline())
         raise KeyboardInterrupt
     assert process.returncode == -9 and process.stdout.closed
-    wait_for(lambda: gone(grandchild), timeout=20)
+    wait_for(lambda: gone(grandchild), timeout=60)
 
 
 def test_a_child_asked_to_stop_returns_what_it_printed() -> None:
@@ -135,7 +135,7 @@ def test_a_late_forked_call_gives_nothing_and_its_child_is_ended() -> None:
         assert process.stdout is not None
         pid, result = process.stdout.readline().split()
         assert result == "None"
-        wait_for(lambda: not psutil.pid_exists(int(pid)), 30)  # killed, and reaped by its parent
+        wait_for(lambda: not psutil.pid_exists(int(pid)), 60)  # killed, and reaped by its parent
     finally:
         process.kill()
         process.wait()

@@ -26,7 +26,7 @@ async def test_e_on_a_cpu_fallback_process_jumps_to_its_finding() -> None:
         await pilot.press("e")
         await wait_until(pilot, lambda: app.active_tab == "environment")
         env = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=15)
+        await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=60)
         await pilot.pause()
         selected = env.selected_finding()
         assert selected is not None and selected.id == alert.link.partition(":")[2]

@@ -86,7 +86,7 @@ async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
         from tfgpu_tui.ui.environment import EnvironmentTab
 
         env = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=30)
+        await wait_until(pilot, lambda: env.report is not None and env.report.complete, timeout=60)
         env_status = str(app.query_one("#env-status", Static).render())
         from tfgpu_tui.ui.interpreter import home_short
 
@@ -94,5 +94,5 @@ async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
         driver = next(f for f in env.report.findings if f.id == "driver")
         assert DEMO_MACHINE.gpu_name in driver.detail and DEMO_MACHINE.driver_version in driver.detail
         # Once the app's feed samples, every tab reads its simulation (a process ended there is gone in all).
-        await wait_until(pilot, lambda: app.feed.sampler is not None, timeout=30)
+        await wait_until(pilot, lambda: app.feed.sampler is not None, timeout=60)
         assert env.simulated_gpus() is app.feed.sampler.source

@@ -151,7 +151,7 @@ def test_stop_all_ends_a_running_probe(tmp_path: Path) -> None:
     outcomes = []
     thread = threading.Thread(target=lambda: outcomes.append(run_inspection(slow, 60)))
     thread.start()
-    wait_for(stop_all, timeout=20)  # until there is a child to stop (it can start late on a loaded machine)
+    wait_for(stop_all, timeout=60)  # until there is a child to stop (it can start late on a loaded machine)
     thread.join(25)  # the child sleeps 30 s: the inspection still running after this was not stopped
     assert not thread.is_alive()  # no elapsed-time bound: the SIGKILL below says stop_all ended it
     assert outcomes[0].error_kind == "crashed" and "was killed by SIGKILL" in outcomes[0].message

@@ -118,13 +118,13 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
     app = TfgpuApp(Settings(), initial_tab="environment")
     async with app.run_test(size=(120, 30)) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         assert checked[-1].startswith(str(bare_venv))  # the activated venv, without TensorFlow
         assert "the activated venv" in str(app.query_one("#env-status").render())
         await pilot.press("p")
-        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
+        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=60)
         picker = app.screen
-        options = picker.query_one("OptionList")
+        options = await wait_until(pilot, lambda: picker.query_one("OptionList"))
         await wait_until(pilot, lambda: options.has_focus and options.highlighted is not None)
         venv = next(i for i, c in enumerate(picker.candidates) if c.kind == "venv")
         assert picker.candidates[venv].tf_version is None
@@ -135,7 +135,7 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
             await pilot.press("down" if options.highlighted < own else "up")
         assert options.highlighted == own
         await pilot.press("enter")
-        await wait_until(pilot, lambda: checked[-1] == picker.candidates[own].python, timeout=30)
+        await wait_until(pilot, lambda: checked[-1] == picker.candidates[own].python, timeout=60)
         assert "chosen with p" in str(app.query_one("#env-status").render())
 
 
@@ -247,18 +247,18 @@ async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
     app = TfgpuApp(Settings(python=sys.executable), initial_tab="environment")
     async with app.run_test(size=(120, 30)) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         await pilot.press("p")
-        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
-        field = app.screen.query_one("#picker-path", Input)
+        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=60)
+        field = await wait_until(pilot, lambda: app.screen.query_one("#picker-path", Input))
         await pilot.press("tab")
         await wait_until(pilot, lambda: field.has_focus)
         field.value = str(bare_venv)
         await pilot.press("enter")
-        problem = app.screen.query_one("#picker-problem", Static)
+        problem = await wait_until(pilot, lambda: app.screen.query_one("#picker-problem", Static))
         await wait_until(pilot, lambda: "is a directory" in str(problem.render()))
         assert isinstance(app.screen, TargetPicker) and problem.display
         field.value = str(bare_venv / "bin" / "python")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: checked[-1] == str(bare_venv / "bin" / "python"), timeout=30)
+        await wait_until(pilot, lambda: checked[-1] == str(bare_venv / "bin" / "python"), timeout=60)
         assert not isinstance(app.screen, TargetPicker)

@@ -16,12 +16,6 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.widgets.finding_detail import FindingDetail
 
-
-def settle(pilot, condition, timeout: float = 20.0):
-    """wait_until with this module's default timeout (workers run in threads on a loaded machine)."""
-    return wait_until(pilot, condition, timeout=timeout)
-
-
 FIXTURES = Path(__file__).parent / "fixtures" / "env"
 
 
@@ -29,7 +23,7 @@ async def wait_until_complete(pilot, app: TfgpuApp) -> EnvironmentTab:
     """Wait for the full report and for the findings table to have focus."""
     tab = app.query_one(EnvironmentTab)
     table = app.query_one("#env-findings", DataTable)
-    await settle(pilot, lambda: tab.report is not None and tab.report.complete and app.focused is table)
+    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete and app.focused is table)
     return tab
 
 
@@ -46,7 +40,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         status = text_of(app, "#env-status")
         assert "SIMULATED" in status and "FAILURE" in status
         # The header carries the environment's failures.
-        await settle(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
+        await wait_until(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
         # Move to the GPU-processes finding: its detail and fix show, and Enter opens the Monitor tab.
         ids = [finding.id for finding in tab.report.findings]
         for _ in range(ids.index("gpu_processes")):
@@ -55,7 +49,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         assert "PID 39012 on GPU 1" in detail  # the Monitor's stale kernel: one simulated machine
         assert "Enter opens the Monitor tab" in detail
         await pilot.press("enter")
-        await settle(pilot, lambda: app.active_tab == "monitor")
+        await wait_until(pilot, lambda: app.active_tab == "monitor")
 
 
 async def test_fix_shown_for_selected_failure() -> None:
@@ -99,22 +93,22 @@ async def test_spinner_while_probe_runs_then_rerun(monkeypatch: pytest.MonkeyPat
     app = TfgpuApp(Settings(python="/opt/py/bin/python"), initial_tab="environment")
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await settle(pilot, lambda: tab.report is not None)
+        await wait_until(pilot, lambda: tab.report is not None)
         assert not tab.report.complete
         assert "Importing TensorFlow with /opt/py/bin/python" in text_of(app, "#env-status")
         pending = [finding for finding in tab.report.findings if finding.status.value == "pending"]
         assert pending and all(finding.icon == "…" for finding in pending)
         release.set()
-        await settle(pilot, lambda: tab.report.complete)
+        await wait_until(pilot, lambda: tab.report.complete)
         assert "FAILURE" in text_of(app, "#env-status")
         release.clear()
         await pilot.press("r")
-        await settle(pilot, lambda: len(calls) == 2)
+        await wait_until(pilot, lambda: len(calls) == 2)
         assert "Importing TensorFlow" in text_of(app, "#env-status") or "Collecting" in text_of(
             app, "#env-status"
         )
         release.set()
-        await settle(pilot, lambda: tab.report.complete)
+        await wait_until(pilot, lambda: tab.report.complete)
         assert calls == ["/opt/py/bin/python", "/opt/py/bin/python"]
 
 
@@ -159,12 +153,12 @@ async def test_a_resize_while_the_tab_is_hidden_refits_the_table_when_it_is_show
 
         narrow = widths()
         await pilot.press("2")
-        await settle(pilot, lambda: app.active_tab == "monitor")
+        await wait_until(pilot, lambda: app.active_tab == "monitor")
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         await pilot.press("1")
         titles = [finding.title for finding in tab.report.findings]
-        await settle(
+        await wait_until(
             pilot,
             lambda: table.size.width > 0 and widths() == column_widths(table.size.width, titles) != narrow,
         )
@@ -193,7 +187,7 @@ async def test_a_long_fix_is_whole_on_screen_on_rows_of_its_own(
         fix = tab.report.findings[[f.id for f in tab.report.findings].index("cpu_only_build")].fix
         assert len(fix) > size[0]
         widget = app.query_one(FixText)
-        await settle(pilot, lambda: widget.fix == fix and widget.region.height > 1)
+        await wait_until(pilot, lambda: widget.fix == fix and widget.region.height > 1)
         await pilot.pause()
         shown = str(widget.render()).splitlines()
         assert shown == wrap_fix(fix, widget.content_region.width)

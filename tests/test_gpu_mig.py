@@ -194,7 +194,7 @@ def test_the_exporter_labels_slices_as_dcgm_exporter_does(scenario, sleepers, fa
         prometheus = start_prometheus(tmp_path, [target], started)
         from waiting import wait_for
 
-        wait_for(lambda: query(prometheus, 'DCGM_FI_DEV_FB_USED{GPU_I_PROFILE="1g.10gb"}'), timeout=30)
+        wait_for(lambda: query(prometheus, 'DCGM_FI_DEV_FB_USED{GPU_I_PROFILE="1g.10gb"}'), timeout=60)
         result = query(prometheus, 'DCGM_FI_DEV_FB_USED{GPU_I_PROFILE="1g.10gb"}')
         assert [(r["metric"]["GPU_I_ID"], float(r["value"][1])) for r in result] == [("9", 9560.0)]
     finally:

@@ -34,7 +34,7 @@ def test_every_ending_removes_the_demo_folder(tmp_path: Path, ending: str) -> No
     terminal = Terminal(command, env)
     try:
         terminal.wait_for("SIMULATED", "Processes")
-        wait_for(lambda: list(temp.glob("tfgpu-tui-demo-*")), 20)
+        wait_for(lambda: list(temp.glob("tfgpu-tui-demo-*")), 60)
         pid = int(terminal.tmux("display-message", "-p", "-t", "app", "#{pane_pid}").strip())
         assert "tfgpu_tui" in Path(f"/proc/{pid}/cmdline").read_text(), "the pane runs something else"
         if ending == "q":
@@ -43,7 +43,7 @@ def test_every_ending_removes_the_demo_folder(tmp_path: Path, ending: str) -> No
             terminal.tmux("kill-server")  # tmux hangs up the pane's terminal, as a closed tab does
         else:
             os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not pid_alive(pid), 30)
+        wait_for(lambda: not pid_alive(pid), 60)
         assert list(temp.iterdir()) == [], f"left behind after {ending}: {list(temp.iterdir())}"
     finally:
         terminal.close()

@@ -143,11 +143,11 @@ async def test_environment_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     app = TfgpuApp(Settings(demo=True), initial_tab="environment")
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=15)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         generation = tab.generation
         await pilot.press("r")
         assert tab.generation == generation + 1
-        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=15)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         await pilot.press("s")
         await wait_until(pilot, lambda: list(tmp_path.glob("*.md")))
         linked = next(i for i, finding in enumerate(tab.report.findings) if finding.link_tab)
@@ -187,7 +187,7 @@ async def test_probe_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         await pilot.pause()
         app.query_one("#probe-budget", Input).value = "100"
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: tab.result is not None, timeout=20)
+        await wait_until(pilot, lambda: tab.result is not None, timeout=60)
         shown = record_notifications(app)
         await pilot.press("c")
         assert any("batch_size =" in message for _, message in shown)
@@ -195,4 +195,4 @@ async def test_probe_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: tab.runner is not None)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: tab.runner is None, timeout=20)
+        await wait_until(pilot, lambda: tab.runner is None, timeout=60)

@@ -185,17 +185,17 @@ async def test_a_job_that_exits_is_forgotten_at_the_next_refresh(
     try:
         async with app.run_test(size=(240, 30)) as pilot:  # wide: the header says the whole tmp path
             tab = app.query_one(EnvironmentTab)
-            await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
+            await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
             assert Path(recorded_checks[-1]).parent == Path(sys.prefix) / "bin"  # the job's environment
-            await wait_until(pilot, lambda: f"(your TF job PID {child.pid})" in header_text(app), timeout=30)
+            await wait_until(pilot, lambda: f"(your TF job PID {child.pid})" in header_text(app), timeout=60)
             end(child)
             # the next snapshot (every 10 s while the Monitor is hidden) forgets it; the tab checks again
             await wait_until(
                 pilot, lambda: recorded_checks[-1].startswith(str(tmp_path / "venv")), timeout=60
             )
-            await wait_until(pilot, lambda: "(activated venv)" in header_text(app), timeout=30)
+            await wait_until(pilot, lambda: "(activated venv)" in header_text(app), timeout=60)
             assert f"PID {child.pid}" not in header_text(app)
-            await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=30)
+            await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
             assert "the activated venv" in str(app.query_one("#env-status").render())
     finally:
         end(child)
@@ -222,23 +222,23 @@ async def test_p_in_the_batch_probe_switches_both_tabs_and_the_header(
     app = TfgpuApp(Settings(), initial_tab="environment")
     async with app.run_test(size=(240, 40)) as pilot:  # wide: the header has room for any tmp path's reason
         env_tab = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=30)
+        await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=60)
         assert recorded_checks[-1] == venv_python and "(activated venv)" in header_text(app)
         await pilot.press("4")
         probe_tab = app.query_one(BatchProbeTab)
-        await wait_until(pilot, lambda: app.query_one("#probe-start").has_focus, timeout=10)
+        await wait_until(pilot, lambda: app.query_one("#probe-start").has_focus, timeout=60)
         await pilot.press("p")
-        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
+        await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=60)
         options = app.screen.query_one(OptionList)
         await wait_until(pilot, lambda: options.has_focus and options.highlighted == 0)
         await pilot.press("down", "enter")  # tfgpu-tui's own
-        await wait_until(pilot, lambda: recorded_checks[-1] == sys.executable, timeout=30)  # the hidden tab
-        await wait_until(pilot, lambda: "(chosen with p)" in header_text(app), timeout=10)
-        await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=30)
+        await wait_until(pilot, lambda: recorded_checks[-1] == sys.executable, timeout=60)  # the hidden tab
+        await wait_until(pilot, lambda: "(chosen with p)" in header_text(app), timeout=60)
+        await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=60)
         assert "chosen with p" in str(app.query_one("#env-status").render())
         app.query_one("#probe-budget").value = "100"
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: probe_tab.result is not None, timeout=30)
+        await wait_until(pilot, lambda: probe_tab.result is not None, timeout=60)
         assert probe_tab.result.request.python == sys.executable and probe_tab.result.max_batch
 
 

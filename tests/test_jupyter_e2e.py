@@ -108,13 +108,13 @@ async def test_first_frame_names_the_notebook_and_the_stale_alert(
     app = TfgpuApp(settings, feed=SnapshotFeed(settings, sampler=Sampler(settings, NvmlSource(), host)))
     async with app.run_test(size=(160, 40)) as pilot:
         table = app.query_one(ProcessTable)
-        await wait_until(pilot, lambda: table.rows_shown, timeout=15)
+        await wait_until(pilot, lambda: table.rows_shown, timeout=60)
         first = table.rows_shown[0].process  # the first sample's rows (the next one is 5 s away)
         assert first.pid == jupyter["pid"] and first.jupyter is not None
         assert first.jupyter.notebook_path == NOTEBOOK
         header = app.query_one(StatusHeader)
         panel = app.query_one(AlertsPanel)
-        await wait_until(pilot, lambda: header.alert is not None and panel.alerts, timeout=5)
+        await wait_until(pilot, lambda: header.alert is not None and panel.alerts, timeout=60)
         ours = [a for a in panel.alerts if a.subject == f"PID {jupyter['pid']}"]
         assert [a.kind for a in ours] == ["stale_vram"] and NOTEBOOK in ours[0].message
         assert (header.alert.kind, header.alert.subject) == ("stale_vram", f"PID {jupyter['pid']}")
@@ -141,7 +141,7 @@ def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
         sampler.close()
 
     old_pid = jupyter["pid"]
-    wait_for(lambda: not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == "zombie", 10)
+    wait_for(lambda: not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == "zombie", 60)
 
     def server_lost_it() -> bool:
         """Dead or gone, or (Jupyter's default autorestart) running again as a fresh process."""
@@ -151,7 +151,7 @@ def test_kill_from_the_sampler_frees_the_memory_and_the_server_loses_the_kernel(
             return error.code == 404
         return state == "dead" or kernel_pids(jupyter) not in ([], [old_pid])
 
-    wait_for(server_lost_it, timeout=20)
+    wait_for(server_lost_it, timeout=60)
     assert old_pid not in kernel_pids(jupyter)
 
 

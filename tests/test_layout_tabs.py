@@ -88,7 +88,7 @@ async def test_environment_tab_fits(size: tuple[int, int]) -> None:
     app = TfgpuApp(Settings(demo=True, python="python3"), initial_tab="environment")
     async with app.run_test(size=size) as pilot:
         tab = app.query_one(EnvironmentTab)
-        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=20)
+        await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
         tab.reveal("cuda_libraries")
         fix_shown = app.query_one("#env-fix", Static)
 
@@ -121,7 +121,7 @@ async def test_training_tab_fits(size: tuple[int, int]) -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="training")
     async with app.run_test(size=size) as pilot:
         table = app.query_one(EpochTable)
-        await wait_until(pilot, lambda: table.row_count >= 3, timeout=20)
+        await wait_until(pilot, lambda: table.row_count >= 3, timeout=60)
         boxes = ("#training-status", "#training-context", "#training-problems-box")
 
         def laid_out() -> bool:  # the tab settles over a few frames: waited for, not a fixed 0.3 s
@@ -151,7 +151,7 @@ async def test_training_problem_fix_shows_without_scrolling(tmp_path: Path, size
     app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="training")
     async with app.run_test(size=size) as pilot:
         problems = app.query_one("#training-problems", Static)
-        await wait_until(pilot, lambda: "NAN_LOSS" in str(problems.render()), timeout=20)
+        await wait_until(pilot, lambda: "NAN_LOSS" in str(problems.render()), timeout=60)
         box = app.query_one("#training-problems-box")
 
         def fix_shown() -> bool:  # the box settles over a few frames: waited for, not a fixed 0.3 s

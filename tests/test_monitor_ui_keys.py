@@ -138,7 +138,7 @@ async def test_the_signal_chosen_in_the_dialog_is_sent() -> None:
         assert dialog.choice == signal.SIGKILL
         assert "SIGKILL now" in str(dialog.query_one("#confirm-kill-body").render())
         await pilot.press("enter")
-        await wait_until(pilot, lambda: not tab.kill_running and "SIGKILL" in tab.kill_status, timeout=10)
+        await wait_until(pilot, lambda: not tab.kill_running and "SIGKILL" in tab.kill_status, timeout=60)
         assert sent == [(last, signal.SIGKILL)]
         await wait_until(pilot, lambda: last not in shown_pids(app))
 

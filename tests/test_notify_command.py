@@ -194,7 +194,7 @@ def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_ea
             wait_for(lambda: len(live.messages) == 2, timeout=60)
             with receiving(TOKEN, port=late_port) as late:  # the service comes up: the retries reach it
                 wait_for(lambda: len(late.messages) == 2, timeout=120)
-                wait_for(lambda: lines_with(err.read_text(), "works again"), timeout=30)
+                wait_for(lambda: lines_with(err.read_text(), "works again"), timeout=60)
                 log.unlink()
                 wait_for(lambda: lines_with(err.read_text(), "was deleted"), timeout=60)
                 state_dir.rename(tmp_path / "state.moved")

@@ -127,7 +127,7 @@ async def test_local_least_privilege_refuses_outside_logs_and_writes(tmp_path: P
         await wait_until(pilot, lambda: "outside the log root" in str(field.border_subtitle))
         await pilot.press("escape")
         await pilot.press("1")
-        await wait_until(pilot, lambda: app.query_one("EnvironmentTab").report is not None, timeout=20)
+        await wait_until(pilot, lambda: app.query_one("EnvironmentTab").report is not None, timeout=60)
         await pilot.press("s")
         await wait_until(pilot, lambda: any(WRITES_REFUSED in message for _, message in shown))
     assert not list(tmp_path.glob("tfgpu-env-report-*"))

@@ -42,7 +42,7 @@ READ_SCREEN_JS = """function () {
 pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing()))
 
 
-def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 20.0) -> None:
+def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     while time.monotonic() < deadline:
@@ -57,7 +57,7 @@ def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: floa
     pytest.fail(f"tfgpu-tui serve did not answer on {url} within {timeout:.0f} s")
 
 
-def wait_for_token_url(log: Path, process: subprocess.Popen, timeout: float = 20.0) -> str:
+def wait_for_token_url(log: Path, process: subprocess.Popen, timeout: float = 60.0) -> str:
     """The URL `serve` prints at start, with its access token (the browser trades it for a cookie)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -179,7 +179,7 @@ def browser(tmp_path: Path) -> Iterator[DevTools]:
         shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
 
 
-def wait_for_tabs(browser: DevTools, timeout: float = 20.0) -> str | None:
+def wait_for_tabs(browser: DevTools, timeout: float = 60.0) -> str | None:
     """The terminal's text once every tab name is on it (or the last text read, after `timeout`)."""
     deadline = time.monotonic() + timeout
     text = None

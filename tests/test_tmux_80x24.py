@@ -44,7 +44,7 @@ def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
     for _ in range(11):  # down to "CUDA libraries TensorFlow loads" (the 12th check)
         terminal.press("Down")
     terminal.wait_for("CUDA libraries TensorFlow loads  ✘", "Fix  (c copies it)")
-    wait_for(lambda: any(line.strip() == FIX for line in terminal.lines()), 10)  # whole, on a line of its own
+    wait_for(lambda: any(line.strip() == FIX for line in terminal.lines()), 60)  # whole, on a line of its own
     # Training: the epoch table's priority columns, the problems pane.
     terminal.press("3")
     terminal.wait_for("writer", "checkpoint")
@@ -52,7 +52,7 @@ def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
     def epoch_header() -> str | None:
         return next((line for line in terminal.lines() if line.split()[:4] == PRIORITY_COLUMNS), None)
 
-    wait_for(lambda: epoch_header() is not None, 10)
+    wait_for(lambda: epoch_header() is not None, 60)
     assert "…" not in epoch_header()
     # Batch probe: every field, both checkboxes and Start on screen.
     terminal.press("4")
@@ -66,7 +66,7 @@ def test_every_tab_shows_its_essentials_at_80x24(terminal: Terminal) -> None:
     terminal.wait_for("Max batch")
     # Quitting ends the program (the pane's command exits).
     terminal.press("q")
-    wait_for(lambda: terminal.tmux("list-panes", "-a") == "", 15)
+    wait_for(lambda: terminal.tmux("list-panes", "-a") == "", 60)
 
 
 def test_inherited_columns_and_lines_do_not_freeze_the_size(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_inherited_columns_and_lines_do_not_freeze_the_size(tmp_path: Path) -> N
             lines = term.lines()
             return len(lines) >= 40 and "quit" in lines[39].lower() and "quit" not in lines[23].lower()
 
-        wait_for(refitted, 15)
+        wait_for(refitted, 60)
     finally:
         term.close()
 

@@ -48,7 +48,7 @@ def unseen(screen: str) -> list[Cell]:
 def assert_all_seen(terminal: Terminal) -> None:
     """Once the screen is drawn in full, no character on it is hard to read (else which, on which line)."""
     try:
-        wait_for(lambda: not unseen(captured(terminal)), 10)
+        wait_for(lambda: not unseen(captured(terminal)), 60)
     except AssertionError:
         screen = captured(terminal)
         raise AssertionError(describe(screen, unseen(screen))) from None

@@ -41,7 +41,7 @@ async def test_a_crashed_log_with_one_update_draws_no_made_up_range(tmp_path):
     app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="training")
     async with app.run_test(size=(140, 45)) as pilot:
         plot = app.query_one(StepLossPlot)
-        await wait_until(pilot, lambda: hasattr(plot, "points_drawn"), timeout=10)
+        await wait_until(pilot, lambda: hasattr(plot, "points_drawn"), timeout=60)
         assert plot.points_drawn == 0
         figure = plot.plt.build()
         assert "one update, no curve yet" in figure and "2.4012 at step 1" in figure

@@ -23,11 +23,6 @@ from tfgpu_tui.ui.training import TrainingTab
 #: Writes a partial Keras run (from the file named by argv[1]) to its stdout, then sleeps.
 
 
-def settle(pilot, condition, timeout: float = 15.0):
-    """wait_until with this module's default timeout (workers run in threads on a loaded machine)."""
-    return wait_until(pilot, condition, timeout=timeout)
-
-
 WRITER = "import sys, time; sys.stdout.write(open(sys.argv[1]).read()); sys.stdout.flush(); time.sleep(60)"
 
 
@@ -59,19 +54,19 @@ async def test_pick_list_offers_a_running_jobs_log_and_follows_its_writer(tmp_pa
     app = TfgpuApp(no_log_settings(tmp_path), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         options = app.query_one("#training-pick-list", OptionList)
-        await settle(pilot, lambda: options.option_count == 1)
+        await wait_until(pilot, lambda: options.option_count == 1)
         shown = str(options.get_option_at_index(0).prompt)
         assert f"PID {child.pid}" in shown and str(log) in shown
         assert "1 running TensorFlow job with a log" in text_of(app, "#training-pick-note")
-        await settle(pilot, lambda: options.has_focus)
+        await wait_until(pilot, lambda: options.has_focus)
         await pilot.press("enter")
-        await settle(pilot, lambda: "Epoch 3/10" in text_of(app, "#training-status"))
+        await wait_until(pilot, lambda: "Epoch 3/10" in text_of(app, "#training-status"))
         assert not app.query_one("#training-pick").has_class("-open")
-        await settle(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
+        await wait_until(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         child.kill()  # not reaped until the fixture's wait(): its status can be read
-        await settle(pilot, lambda: "was killed by SIGKILL" in text_of(app, "#training-context"))
-        await settle(pilot, lambda: "before training finished" in text_of(app, "#training-problems"))
-        await settle(pilot, lambda: "training_stall" in {alert.kind for alert in app.all_alerts})
+        await wait_until(pilot, lambda: "was killed by SIGKILL" in text_of(app, "#training-context"))
+        await wait_until(pilot, lambda: "before training finished" in text_of(app, "#training-problems"))
+        await wait_until(pilot, lambda: "training_stall" in {alert.kind for alert in app.all_alerts})
 
 
 async def test_no_running_job_says_how_to_get_a_log_then_finds_one_that_starts(tmp_path, job, monkeypatch):
@@ -82,16 +77,18 @@ async def test_no_running_job_says_how_to_get_a_log_then_finds_one_that_starts(t
     monkeypatch.setattr(training_ui, "PICK_RESCAN_SECONDS", 0.2)
     app = TfgpuApp(no_log_settings(tmp_path), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
-        await settle(pilot, lambda: "No running TensorFlow process" in text_of(app, "#training-pick-note"))
+        await wait_until(
+            pilot, lambda: "No running TensorFlow process" in text_of(app, "#training-pick-note")
+        )
         assert "nohup python train.py > train.log 2>&1 &" in text_of(app, "#training-pick-note")
         options = app.query_one("#training-pick-list", OptionList)
         assert not options.display
         started.append(child.pid)
-        await settle(pilot, lambda: options.display and options.option_count == 1)
+        await wait_until(pilot, lambda: options.display and options.option_count == 1)
         tab = app.query_one(TrainingTab)
-        await settle(pilot, lambda: app.focused is not None and tab in app.focused.ancestors_with_self)
+        await wait_until(pilot, lambda: app.focused is not None and tab in app.focused.ancestors_with_self)
         await pilot.press("escape")
-        await settle(pilot, lambda: not app.query_one("#training-pick").has_class("-open"))
+        await wait_until(pilot, lambda: not app.query_one("#training-pick").has_class("-open"))
 
 
 async def test_open_log_with_pid_shows_writer_and_checkpoint_warning(tmp_path, job):
@@ -108,26 +105,26 @@ async def test_open_log_with_pid_shows_writer_and_checkpoint_warning(tmp_path, j
     app = TfgpuApp(settings, initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         app.query_one(TrainingTab).open_log(log, child.pid)
-        await settle(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
+        await wait_until(pilot, lambda: f"PID {child.pid} alive" in text_of(app, "#training-context"))
         assert "old.keras" in text_of(app, "#training-context")
         assert "No recent checkpoint" not in text_of(app, "#training-problems")
         app.query_one(TrainingTab).settings.checkpoint_max_epochs = 1
         app.query_one(TrainingTab).open_log(log, child.pid)
-        await settle(pilot, lambda: "No recent checkpoint" in text_of(app, "#training-problems"))
+        await wait_until(pilot, lambda: "No recent checkpoint" in text_of(app, "#training-problems"))
         assert "2 epochs since the last checkpoint" in text_of(app, "#training-context")
-        await settle(pilot, lambda: "training_no_checkpoint" in {a.kind for a in app.all_alerts})
+        await wait_until(pilot, lambda: "training_no_checkpoint" in {a.kind for a in app.all_alerts})
 
 
 async def test_demo_follows_a_simulated_live_log_and_cleans_up(tmp_path):
     app = TfgpuApp(Settings(demo=True, log_path=tmp_path / "train.log"), initial_tab="training")
     async with app.run_test(size=(150, 45)) as pilot:
         tab = app.query_one(TrainingTab)
-        await settle(pilot, lambda: "SIMULATED" in text_of(app, "#training-status"))
+        await wait_until(pilot, lambda: "SIMULATED" in text_of(app, "#training-status"))
         assert "SIMULATED" in text_of(app, "#training-context")
         bar = app.query_one("#training-steps", ProgressBar)
-        await settle(pilot, lambda: (bar.progress or 0) > 0)
+        await wait_until(pilot, lambda: (bar.progress or 0) > 0)
         first = (tab.run.current.epoch, bar.progress)
-        await settle(pilot, lambda: (tab.run.current.epoch, bar.progress) != first)
+        await wait_until(pilot, lambda: (tab.run.current.epoch, bar.progress) != first)
         directory = tab.demo.directory
         assert directory.exists()
     assert not directory.exists()

@@ -150,5 +150,5 @@ async def test_the_training_tab_refuses_a_binary_file_with_the_reason(tmp_path):
     app = TfgpuApp(Settings(demo=True, log_path=junk, log_path_given=True), initial_tab="training")
     async with app.run_test(size=(120, 40)) as pilot:
         status = app.query_one("#training-status", Static)
-        await wait_until(pilot, lambda: "Not opened" in str(status.render()), timeout=10)
+        await wait_until(pilot, lambda: "Not opened" in str(status.render()), timeout=60)
         assert "not a text log" in str(status.render())

@@ -60,7 +60,7 @@ async def test_the_monitors_footer_at_80x24_shows_k_a_and_help_and_a_click_press
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test(size=(80, 24)) as pilot:
         footer = app.query_one(KeyFooter)
-        await wait_until(pilot, lambda: "k Kill" in str(footer.render()), timeout=20)
+        await wait_until(pilot, lambda: "k Kill" in str(footer.render()), timeout=60)
         text = str(footer.render())
         assert len(text.rstrip()) <= 80
         for wanted in ("k Kill", "a Alerts", "? Help"):

@@ -29,7 +29,7 @@ async def test_training_status_breaks_only_between_values_at_80x24() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="training")
     async with app.run_test(size=(80, 24)) as pilot:
         status = app.query_one("#training-status", RunStatus)
-        await wait_until(pilot, lambda: "steps/s" in str(status.render()), timeout=30)
+        await wait_until(pilot, lambda: "steps/s" in str(status.render()), timeout=60)
         lines = [line.strip() for line in str(status.render()).splitlines()]
         for line in lines:
             assert not re.match(r"(steps/s|samples/s|/step|ETA\b)", line), f"a value was split: {lines}"
@@ -43,7 +43,7 @@ async def test_a_running_trial_reads_running_at_80x24() -> None:
         table = app.query_one("#probe-trials", DataTable)
         await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "probe-start")
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: table.row_count > 0, timeout=30)
+        await wait_until(pilot, lambda: table.row_count > 0, timeout=60)
         assert (
             table.columns[next(k for k in table.columns if k.value == "result")].get_render_width(table) >= 7
         )

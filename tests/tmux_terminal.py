@@ -45,7 +45,7 @@ class Terminal:
         width, height = shown.split()
         return int(width), int(height)
 
-    def wait_for(self, *texts: str, timeout: float = 30.0) -> str:
+    def wait_for(self, *texts: str, timeout: float = 60.0) -> str:
         """Wait until every text is on the screen; the screen then."""
         try:
             wait_for(lambda: all(text in self.screen() for text in texts), timeout)

@@ -1,26 +1,42 @@
-"""Waiting helpers shared by the test modules: poll a condition instead of sleeping a fixed time."""
+"""Waiting helpers shared by the test modules: poll a condition instead of sleeping a fixed time. The
+timeouts are hang guards (60 s by default, for a loaded 2-core machine), never the test's clock."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
+T = TypeVar("T")
 
-async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 5.0) -> None:
-    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
+
+async def wait_until(pilot: Pilot, condition: Callable[[], T], timeout: float = 60.0) -> T:
+    """Let the app run until `condition()` is true and return its value; fail after `timeout` seconds. A
+    condition that queries a widget not mounted yet (`NoMatches`) is not true yet."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        try:
+            value = condition()
+        except NoMatches:
+            value = None  # type: ignore[assignment]
+        if value:
+            return value
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    """Block (outside any app) until `condition()` is true; fail after `timeout` seconds."""
+def wait_for(condition: Callable[[], T], timeout: float = 60.0) -> T:
+    """Block (outside any app) until `condition()` is true and return its value; fail after `timeout`
+    seconds."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        value = condition()
+        if value:
+            return value
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.02)
