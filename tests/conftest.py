@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.paths import FAKENVML_DIR
+
 TENSORFLOW_WHEELS_BELOW = (3, 14)  # pyproject.toml's test extra: tensorflow-cpu; python_version < '3.14'
 
 
@@ -30,15 +32,23 @@ def tensorflow_missing_reason(installed: bool, version: tuple[int, int]) -> str 
     return f"needs TensorFlow, which is not installed for Python {release} (pip install -e '.[test]')"
 
 
+# A test that takes one of these fixtures drives a real outside component: it is an `e2e` test.
+E2E_FIXTURES = frozenset({"fakenvml_lib_dir", "fakenvml", "scenario", "jupyter"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the `tf` tests, with the reason, where TensorFlow is not installed."""
+    """Skip the `tf` tests, with the reason, where TensorFlow is not installed; mark the tests that take a
+    real outside component's fixture `e2e`; put the `serial` tests on one xdist worker."""
     installed = importlib.util.find_spec("tensorflow") is not None
     reason = tensorflow_missing_reason(installed, (sys.version_info.major, sys.version_info.minor))
-    if reason is None:
-        return
     for item in items:
-        if item.get_closest_marker("tf") is not None:
+        if reason is not None and item.get_closest_marker("tf") is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
+        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker("serial") is not None:
+            item.add_marker(pytest.mark.xdist_group("serial"))
 
 
 @pytest.fixture(autouse=True)
@@ -51,9 +61,6 @@ def _private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.delenv("TFGPU_TUI_NOTIFY", raising=False)
 
 
-FAKENVML_DIR = Path(
-    os.environ.get("TFGPU_FAKENVML_DIR", Path(__file__).resolve().parents[2] / "shared" / "fakenvml")
-)
 NO_DRIVER = "error init=LIBRARY_NOT_FOUND\n"
 
 
@@ -118,6 +125,6 @@ def sleepers():
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """A real Jupyter server with one idle notebook kernel (tests/jupyter_fixture.py), one per test module."""
-    from jupyter_fixture import idle_notebook_session
+    from tests.helpers.jupyter_fixture import idle_notebook_session
 
     yield from idle_notebook_session(tmp_path_factory.mktemp("jupyter"))

@@ -8,7 +8,6 @@ so a value such as `interval = 1e10` becomes a warning and the default, never an
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +59,7 @@ class Settings:
     readonly: bool = False
     demo_gpus: int = 2  # GPUs in the --demo scene (--demo-gpus)
     demo: bool = False
-    python: str = sys.executable
+    python: str | None = None  # chosen with --python or the settings file; None: tfgpu-tui finds one
     # Least privilege (what a web session gets by default; see access.py and docs/security.md)
     least_privilege: bool = False
     allow_kill: bool = False  # with least_privilege: signals allowed after all

@@ -1,7 +1,7 @@
 """The install commands the checks print, made for the target interpreter: each one names a TensorFlow that
 has a wheel for its Python, installs what the build needs and nothing that is installed already.
 
-Pure: reads the shipped tables (``compat``) and the facts, starts nothing. ``tests/test_fix_commands.py``
+Pure: reads the shipped tables (``compat``) and the facts, starts nothing. ``tests/env/test_fix_commands.py``
 asks pip's resolver whether every command this module can print resolves.
 """
 

@@ -17,8 +17,7 @@ class InterpreterChoice:
     processes): call them from worker threads; `pick` and `job_ended` return at once."""
 
     def __init__(self, python: str | None, resolve: Callable[[str | None], Target] = resolve_target) -> None:
-        """`python`: the ``--python`` setting (the dashboard's own interpreter counts as none given, see
-        `resolve_target`); `resolve` chooses from it."""
+        """`python`: the ``--python`` setting, None where the user gave none; `resolve` chooses from it."""
         self._python = python
         self._resolve = resolve
         self._picked: Target | None = None

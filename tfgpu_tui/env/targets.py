@@ -422,8 +422,9 @@ def resolve_target(
     environ: Mapping[str, str] | None = None,
     tf_processes: Callable[[], list[Job]] | None = None,
 ) -> Target:
-    """The target: ``python`` when the user chose one, else `choose` among the candidates found now."""
-    if python and python != own_python:
+    """The target: ``python`` when the user chose one (even tfgpu-tui's own), else `choose` among the
+    candidates found now."""
+    if python:
         return Target(python, "--python", (), "--python")
     return choose(with_needed_versions(find_candidates(own_python, environ, tf_processes)))
 

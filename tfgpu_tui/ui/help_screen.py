@@ -1,6 +1,6 @@
 """The `?` screen: every key binding, grouped by where it works. It is built from the bindings themselves
 (the app's, each tab's and those of the widgets inside a tab, such as the Monitor's process list), the same
-keys the README's Keys table lists (tests/test_help_bindings.py holds the two together)."""
+keys the README's Keys table lists (tests/ui/test_help_bindings.py holds the two together)."""
 
 from __future__ import annotations
 

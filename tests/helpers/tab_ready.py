@@ -1,0 +1,64 @@
+"""What each tab must show before its picture is taken or its lines are read (the snapshot and
+values-whole tests), on the demo. The waits are hang guards, generous for a loaded machine: under two CPU
+hogs and a test suite (load 12 on 2 cores) the Environment tab took over 20 s to finish its checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from tests.helpers.waiting import wait_until
+from tfgpu_tui.ui.environment import EnvironmentTab
+from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.probe_form import ProbeForm, columns_that_fit
+
+
+async def monitor_ready(pilot: Pilot) -> None:
+    tab = pilot.app.query_one(MonitorTab)
+    await wait_until(pilot, lambda: tab.snapshot is not None and pilot.app.all_alerts, timeout=60)
+    await pilot.pause(1.0)
+
+
+async def environment_ready(pilot: Pilot) -> None:
+    tab = pilot.app.query_one(EnvironmentTab)
+    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete, timeout=60)
+    tab.reveal("cuda_libraries")  # a finding with a fix
+    table = tab.query_one("#env-findings", DataTable)
+
+    def revealed() -> bool:  # selected, and scrolled into view (the picture was taken before, under load)
+        finding = tab.selected_finding()
+        top, rows = int(table.scroll_y), table.size.height - table.header_height
+        return finding is not None and finding.id == "cuda_libraries" and top <= table.cursor_row < top + rows
+
+    await wait_until(pilot, revealed, timeout=60)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.5)
+
+
+async def training_ready(pilot: Pilot) -> None:
+    table = pilot.app.query_one(EpochTable)
+    await wait_until(pilot, lambda: table.row_count >= 1, timeout=60)
+    await pilot.pause(2.5)  # the plots are drawn at most every 2 s
+
+
+async def probe_ready(pilot: Pilot) -> None:
+    form = pilot.app.query_one(ProbeForm)
+
+    def settled() -> bool:  # as many groups a row as fit
+        widths = [group.outer_size.width for group in form.query(".form-group")]
+        wanted = columns_that_fit(widths, form.content_region.width) if all(widths) else 0
+        return form.styles.grid_size_columns == wanted
+
+    await wait_until(pilot, settled, timeout=60)
+    await pilot.pause(0.5)
+
+
+READY: dict[str, Callable[[Pilot], object]] = {
+    "monitor": monitor_ready,
+    "environment": environment_ready,
+    "training": training_ready,
+    "probe": probe_ready,
+}
