@@ -1,6 +1,6 @@
-"""The Batch probe's form: three one-line groups (model and device; budget, steps, max batch; precision and
-the Start/Cancel buttons) that sit side by side when the width allows and wrap onto more rows when not, so
-Start is always on screen."""
+"""The Batch probe's form: four one-line groups (model and device; budget, steps, max batch; the pipeline to
+time instead of the search; precision and the Start/Cancel buttons) that sit side by side when the width
+allows and wrap onto more rows when not, so Start is always on screen."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ from tfgpu_tui.probe.request import (
 
 MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
 COMPARE_HINT = "probe in float32, then in mixed precision, and compare"
+PIPELINE_HINT = (
+    "package.module:function returning your batched tf.data.Dataset (from the current directory or "
+    "PYTHONPATH): Start times it against the model instead of searching for a batch size"
+)
 GUTTER = 2  # columns between two groups on one row
 NUMBER_WORDS = {int: "a whole number", float: "a number"}
 
@@ -53,6 +57,7 @@ class ProbeForm(Container):
     ProbeForm #probe-budget { width: 10; }
     ProbeForm #probe-steps { width: 6; }
     ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
+    ProbeForm #probe-pipeline { width: 24; margin-right: 0; }
     ProbeForm Checkbox { margin-right: 2; }
     ProbeForm Button { min-width: 8; margin-right: 1; }
     """
@@ -76,6 +81,11 @@ class ProbeForm(Container):
             yield Input(str(DEFAULT_STEPS), type="integer", id="probe-steps", compact=True)
             yield Label("Max batch")
             yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch", compact=True)
+        with Horizontal(classes="form-group", id="probe-group-pipeline"):
+            yield Label("Pipeline")
+            yield Input(
+                placeholder="module:function", id="probe-pipeline", tooltip=PIPELINE_HINT, compact=True
+            )
         with Horizontal(classes="form-group", id="probe-group-run"):
             yield Checkbox("Mixed precision", id="probe-mixed", compact=True)
             yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=COMPARE_HINT, compact=True)
@@ -104,6 +114,11 @@ class ProbeForm(Container):
     def comparing(self) -> bool:
         """Whether float32 and mixed precision are to be probed side by side."""
         return self.query_one("#probe-compare", Checkbox).value
+
+    @property
+    def pipeline(self) -> str:
+        """The pipeline to time instead of the search (``package.module:function``), or empty."""
+        return self.query_one("#probe-pipeline", Input).value.strip()
 
     def set_devices(self, devices: list[str]) -> None:
         """Offer these GPUs (the first preselected) and the CPU."""
