@@ -102,6 +102,7 @@ class BatchProbeTab(DashboardTab):
     BatchProbeTab #probe-trials { width: 1fr; height: 1fr; min-width: 50; }
     BatchProbeTab #probe-plot { width: 1fr; }
     BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
+    BatchProbeTab.-narrow.-short #probe-body { min-height: 11; }
     BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }
     BatchProbeTab.-narrow #probe-plot { height: 1fr; min-height: 6; }
     BatchProbeTab #probe-plot-note { display: none; }
