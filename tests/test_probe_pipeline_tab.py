@@ -83,8 +83,12 @@ async def test_a_child_that_fails_gives_one_line_and_an_alert(
         await wait_until(pilot, lambda: tab.pipeline_result is not None and not tab.running, timeout=30)
         expected = "RuntimeError while calling mypipe:make: no data here"
         assert f"Pipeline probe stopped: {expected}" in text_of(app, "#probe-summary")
-        alerts = [alert for alert in app.all_alerts if alert.kind == "probe_error"]
-        assert len(alerts) == 1 and alerts[0].message == f"Batch probe: {expected}"
+
+        def alerts() -> list:
+            return [alert for alert in app.all_alerts if alert.kind == "probe_error"]
+
+        await wait_until(pilot, alerts, timeout=30)  # the alert reaches the header through a message
+        assert [alert.message for alert in alerts()] == [f"Batch probe: {expected}"]
 
 
 @pytest.mark.parametrize(

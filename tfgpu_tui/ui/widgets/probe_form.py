@@ -1,6 +1,7 @@
-"""The Batch probe's form: four one-line groups (model and device; budget, steps, max batch; the pipeline to
-time instead of the search; precision and the Start/Cancel buttons) that sit side by side when the width
-allows and wrap onto more rows when not, so Start is always on screen."""
+"""The Batch probe's form: four one-line groups (model and device; budget, steps, max batch; precision and
+the Start/Cancel buttons; the pipeline to time instead of the search, last, where it pairs with the numbers
+when two groups fit a row) that sit side by side when the width allows and wrap onto more rows when not, so
+Start is always on screen."""
 
 from __future__ import annotations
 
@@ -81,16 +82,16 @@ class ProbeForm(Container):
             yield Input(str(DEFAULT_STEPS), type="integer", id="probe-steps", compact=True)
             yield Label("Max batch")
             yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch", compact=True)
-        with Horizontal(classes="form-group", id="probe-group-pipeline"):
-            yield Label("Pipeline")
-            yield Input(
-                placeholder="module:function", id="probe-pipeline", tooltip=PIPELINE_HINT, compact=True
-            )
         with Horizontal(classes="form-group", id="probe-group-run"):
             yield Checkbox("Mixed precision", id="probe-mixed", compact=True)
             yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=COMPARE_HINT, compact=True)
             yield Button("Start", variant="primary", id="probe-start", compact=True)
             yield Button("Cancel", variant="error", id="probe-cancel", disabled=True, compact=True)
+        with Horizontal(classes="form-group", id="probe-group-pipeline"):
+            yield Label("Pipeline")
+            yield Input(
+                placeholder="module:function", id="probe-pipeline", tooltip=PIPELINE_HINT, compact=True
+            )
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self.fit_columns)
