@@ -47,6 +47,11 @@ PIPELINES = textwrap.dedent(
         return tf.data.Dataset.from_tensor_slices((IMAGES, LABELS)).repeat().batch({BATCH})
 
 
+    def wrong_shape():
+        vectors = np.zeros((64, 32), np.float32)
+        return tf.data.Dataset.from_tensor_slices((vectors, LABELS)).repeat().batch({BATCH})
+
+
     def broken():
         raise RuntimeError("the folder /data/train is missing")
 
@@ -117,6 +122,10 @@ def test_an_in_memory_pipeline_is_not_input_bound(pipelines: Path) -> None:
         ("known_speed:not_a_dataset", "known_speed:not_a_dataset returned list, not a tf.data.Dataset"),
         ("known_speed:missing", "known_speed has no function 'missing'"),
         ("no_such_module:make", "ModuleNotFoundError while importing no_such_module"),
+        (
+            "known_speed:wrong_shape",
+            "the model cannot train on the pipeline's batches (float32 (8, 32), int32",
+        ),
     ],
 )
 def test_a_pipeline_that_cannot_be_measured_gets_one_line_and_exit_2(

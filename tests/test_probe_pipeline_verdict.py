@@ -148,6 +148,14 @@ def test_tensorflows_wrapping_is_trimmed_to_one_line() -> None:
     )
     assert one_line(message) == "ValueError: the image file cat.jpg is truncated"
     assert one_line("x" * 1000).endswith("...") and len(one_line("x" * 1000)) == 300
+    keras = (
+        'Exception encountered when calling Sequential.call().\n\nInput 0 of layer "conv2d" is incompatible '
+        "with the layer: expected min_ndim=4, found ndim=2.\n\nArguments received by Sequential.call():\n"
+    )
+    assert one_line(keras).startswith('Input 0 of layer "conv2d" is incompatible')
+    assert (
+        one_line("\x1b[1mInvalid input shape\x1b[0m (8, 32)\x1b]0;owned\x07") == "Invalid input shape (8, 32)"
+    )
 
 
 def test_report_errors_name_the_phase_and_the_users_line() -> None:

@@ -10,7 +10,8 @@ from tfgpu_tui.exit_status import describe_exit
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_result import PipelineMeasurement
 from tfgpu_tui.probe.pipeline_verdict import Rates
-from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER
+from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER, useful_line
+from tfgpu_tui.text_clean import clean_line, clean_text
 
 MAX_LINE = 300
 # TensorFlow wraps errors raised in a dataset: "{{function_node __wrapped__...}} ValueError: ... [Op:...]".
@@ -42,11 +43,9 @@ def last_phase(stdout: str) -> str:
 
 
 def one_line(message: str) -> str:
-    """The useful line of an error message: TensorFlow's wrapping removed, the first non-empty line, at most
-    `MAX_LINE` characters."""
-    text = TF_WRAPPING.sub(" ", message)
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    line = " ".join(line.split())
+    """The useful line of an error message: TensorFlow's wrapping removed, the first line that says something
+    (`useful_line`), escape sequences and control characters removed, at most `MAX_LINE` characters."""
+    line = " ".join(useful_line(TF_WRAPPING.sub(" ", clean_text(message))).split())
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
 
 
@@ -76,8 +75,8 @@ def error_from_report(report: dict[str, Any], request: PipelineRequest) -> str:
     doing = phase_words(str(report.get("phase", "")), request)
     if report.get("type") == "ProbeInputError":  # the child's own words say what to change
         return f"{message} (while {doing})"
-    kind = str(report.get("type", "error"))
-    where = f" at {report['where']}" if report.get("where") else ""
+    kind = clean_line(str(report.get("type", "error")))[:80]
+    where = f" at {clean_line(str(report['where']))[:200]}" if report.get("where") else ""
     message = TF_ERROR_PREFIX.sub("", message) if message.startswith(kind) else message
     return f"{kind} while {doing}{where}: {message}"
 

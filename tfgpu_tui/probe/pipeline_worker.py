@@ -35,6 +35,8 @@ WARMUP_BATCHES = 2  # the first batches open files, trace functions and fill buf
 MAX_BATCHES = 100_000
 MIN_STEPS = 3  # the first traces and compiles; the median of the others is the step time
 MAX_STEPS = 500
+# Lines of an error message that say nothing about the error (Keras wraps a layer's error in them).
+FILLER_LINES = ("Exception encountered when calling", "Arguments received by", "Traceback (most recent call")
 
 
 class Phase:
@@ -77,6 +79,12 @@ def batch_size_of(tf: Any, element: Any) -> int:
             f"the dataset's elements have no batch dimension (shape {dims}); return dataset.batch(N)"
         )
     return int(dims[0])
+
+
+def useful_line(text: str) -> str:
+    """The first line of an error message that says something: not blank, not Keras's or Python's wrapping."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if not line.startswith(FILLER_LINES)), lines[0] if lines else "")
 
 
 def next_element(iterator: Any) -> Any:
@@ -156,7 +164,9 @@ def time_model(tf: Any, keras: Any, request: dict[str, Any], element: Any, phase
             except Exception as error:
                 if durations:
                     raise
-                message = f"the model cannot train on the pipeline's batches {describe(tf, element)}: {error}"
+                found = useful_line(str(error))
+                found = found if len(found) <= 160 else found[:157] + "..."
+                message = f"the model cannot train on the pipeline's batches {describe(tf, element)}: {found}"
                 raise worker.ProbeInputError(message + "; pass --model with one that takes them") from error
             durations.append(time.perf_counter() - began)
     step = worker.step_time(durations) or durations[-1]
