@@ -105,6 +105,7 @@ def time_dataset(
     first = next_element(iterator)
     if first is None:
         raise worker.ProbeInputError("the dataset is empty: it yielded no batch")
+    batch_size_of(tf, first)  # an unbatched dataset is said at once
     after_first()
     for _ in range(WARMUP_BATCHES - 1):
         if next_element(iterator) is None:
