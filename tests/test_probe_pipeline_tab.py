@@ -1,5 +1,5 @@
 """The Batch probe tab's Pipeline field: Start times the pipeline instead of searching (a stand-in child, no
-TensorFlow), a malformed spec or a session without --allow-code is refused, cancel ends the child."""
+TensorFlow), a malformed spec, --demo or a session without --allow-code is refused, cancel ends the child."""
 
 from __future__ import annotations
 
@@ -97,6 +97,7 @@ async def test_a_child_that_fails_gives_one_line_and_an_alert(
         (Settings(), "mypipe:make()", "cannot read the pipeline 'mypipe:make()'"),
         (Settings(), "../x:make", "dotted Python names only"),
         (Settings(least_privilege=True), "mypipe:make", "a pipeline function runs code on this machine"),
+        (Settings(demo=True), "mypipe:make", "--demo simulates no TensorFlow"),
     ],
 )
 async def test_refused_before_anything_runs(
