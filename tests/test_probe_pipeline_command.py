@@ -15,6 +15,7 @@ import pytest
 from tfgpu_tui.cli import main
 from tfgpu_tui.commands import probe as probe_command
 from tfgpu_tui.commands import probe_pipeline
+from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child
 from tfgpu_tui.probe import pipeline_runner
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_runner import PipelineRunner
@@ -117,3 +118,10 @@ def test_a_crashing_child_says_how_and_where(tmp_path: Path) -> None:
         "the probe's child process exited with status 3 while building the model builtin:cnn: "
         "Fatal: bad things"
     )
+
+
+def test_the_child_is_marked_as_ours_on_its_command_line_and_in_its_environment() -> None:
+    runner = PipelineRunner(PipelineRequest("data:make"))
+    assert argv_is_child(runner.command())
+    assert pipeline_runner.pipeline_environment("CPU")[CHILD_ENV_VAR] == "1"
+    assert pipeline_runner.pipeline_environment("GPU:0")["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
