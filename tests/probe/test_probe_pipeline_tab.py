@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Button, Input, Static
-from tests.helpers.waiting import wait_until
 
+from tests.helpers.waiting import wait_until
 from tfgpu_tui.probe import pipeline_runner
 from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER
 from tfgpu_tui.probe.worker import RESULT_MARKER
