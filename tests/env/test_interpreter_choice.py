@@ -26,8 +26,8 @@ from tfgpu_tui.env.targets import (
     tensorflow_processes,
 )
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui.header import ALERT_TITLE_ROOM
+from tfgpu_tui.ui.text_fit import whole_words
 
 FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
 

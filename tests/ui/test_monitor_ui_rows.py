@@ -90,7 +90,7 @@ def test_unresolved_rows_are_kept_with_their_marker() -> None:
 def test_a_guessed_pairing_says_probably_first_even_where_the_command_is_cut() -> None:
     """At 80 columns the command column keeps about 20 cells: a pairing by start order must still read as a
     guess there (it read "[NVML PID 24823, …" with "probably" cut off)."""
-    from tfgpu_tui.text_fit import whole_words
+    from tfgpu_tui.ui.text_fit import whole_words
 
     guess = Attribution.START_ORDER
     paired = _process(16, gpu_memory_mib=4096.0, attribution=guess, host_pid=24823, command="python eval.py")

@@ -10,12 +10,12 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.problems import Problem, fixes_to_show
 from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
 from tfgpu_tui.training.text_format import evaluation_text, format_value, status_parts
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
 
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
