@@ -48,6 +48,8 @@ OWN = Candidate(
     "/opt/tfgpu/bin/python", "tfgpu-tui's own interpreter", None, kind="own", reason="tfgpu-tui's own"
 )
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def test_the_choice_order() -> None:
     """This user's live TensorFlow job, else the activated environment as it is (TensorFlow or not), else the

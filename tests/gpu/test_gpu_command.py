@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.gpu_fake_pynvml import CODES, FakePynvml
 from tfgpu_tui.cli import main
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def test_demo_table(capsys: pytest.CaptureFixture) -> None:
     assert main(["gpus", "--demo"]) == 0

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from tests.helpers.served import logged_in_client, open_session, serve
 from tfgpu_tui.text_clean import clean_line, clean_text
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 TITLE = "\x1b]0;PWNED-TITLE\x07"  # sets the terminal's (and tmux pane's) title
 CLEAR = "\x1b[2J\x1b[H"  # clears the screen
 HOSTILE = f"marker{TITLE}-before{CLEAR}-after\x1b[31mred\x1b[0m\x07\x08\x9b2J\u202eevil"

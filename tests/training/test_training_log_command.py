@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.paths import FIXTURES
 from tfgpu_tui.cli import main
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 FIXTURES = FIXTURES / "training"
 
 
