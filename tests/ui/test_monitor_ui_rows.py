@@ -14,9 +14,10 @@ from tfgpu_tui.gpu.model import (
     ProcessRow,
     Snapshot,
 )
+from tfgpu_tui.sizes import mib_text
 from tfgpu_tui.ui.widgets.alerts_panel import render_alerts
 from tfgpu_tui.ui.widgets.gpu_card import render_card, unavailable_tooltip
-from tfgpu_tui.ui.widgets.gpu_format import duration_text, mib_text
+from tfgpu_tui.ui.widgets.gpu_format import duration_text
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import COLUMNS, build_process_rows, row_key
 

@@ -23,8 +23,9 @@ from textual.strip import Strip
 from tfgpu_tui.durations import idle_text
 from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
 from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
+from tfgpu_tui.sizes import mib_text
 from tfgpu_tui.ui.text_fit import ELLIPSIS, whole_words
-from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
+from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, number_text
 from tfgpu_tui.ui.widgets.row_list import RowList, cursor_bindings
 
 # (column key, label); the keys of the sortable columns double as sort keys.
