@@ -110,6 +110,24 @@ def test_jupyter_kernels_show_notebook_or_kernel_id() -> None:
     assert _cell(rows, 1, "command") == "jupyter kernel def-123 (server owned by alice)"
 
 
+def test_gpus_says_the_command_in_the_words_of_the_table() -> None:
+    from tfgpu_tui.commands.gpus import process_command
+
+    rows = [
+        _process(
+            1, jupyter=JupyterKernel("abc", "work/train.ipynb", execution_state="idle"), idle_seconds=600
+        ),
+        _process(2, jupyter=JupyterKernel("def-123", None, why_unknown="server owned by alice")),
+        _process(3, host_state=HostState.ZOMBIE, own_child=True),
+        _process(4, command="python train.py --epochs 3"),
+    ]
+    table = build_process_rows(_snapshot(rows), "pid")
+    assert [process_command(row) for row in rows] == [_cell(table, i, "command").rstrip() for i in range(4)]
+    assert process_command(rows[0]) == "[idle 10m] notebook work/train.ipynb [idle]"
+    tf_job = _process(5, command="python train.py", tensorflow_loaded=True)
+    assert process_command(tf_job) == "[TF] python train.py"  # gpus has no TF column: the mark says it
+
+
 def _device(**fields: object) -> DeviceSample:
     values: dict = {
         "index": 0,
