@@ -90,9 +90,10 @@ def status_parts(run: RunReadout) -> list[tuple[str, str]]:
         total_eta = run.training_eta_seconds()
         if total_eta is not None:
             parts.append((f"training ETA {format_seconds(total_eta)}", ""))
-    if cur.step_seconds and cur.steps_per_second:
+    running = not stopped and not cur.finished and reason is None
+    if running and cur.step_seconds and cur.steps_per_second:  # a run that ended has no live rate
         parts.append((f"{format_seconds(cur.step_seconds)}/step  {cur.steps_per_second:.1f} steps/s", ""))
-    if cur.samples_per_second:
+    if running and cur.samples_per_second:
         parts.append((f"{cur.samples_per_second:,.0f} samples/s", ""))
     return parts
 
