@@ -2,7 +2,9 @@
 
 ``mpirun --tag-output`` (Open MPI, Horovod): ``[1,0]<stderr>:`` (job id, rank, stream); ``horovodrun``'s own
 launcher: ``[0]<stdout>:``; ``srun --label``: ``0: `` (right-aligned when there are ten tasks or more);
-``torchrun --tee`` / its log redirection: ``[default0]:`` (role and local rank). Pure functions, no I/O.
+``torchrun --tee`` / its log redirection: ``[default0]:`` (role and local rank). Open MPI tags each chunk
+it reads from a rank's pipe, so an unbuffered program's line can carry its tag again in the middle
+(``[1,1]<stderr>:ValueError[1,1]<stderr>:: ...``): those repeats go too. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -27,4 +29,11 @@ def split_launcher_prefix(text: str) -> tuple[int | None, str]:
     if match is None:
         return None, text
     rank = match.group("mpi") or match.group("torch") or match.group("srun")
-    return int(rank), text[match.end() :]
+    rest = text[match.end() :]
+    if match.group("mpi") is not None:
+        tag = match.group(0).rstrip(" ")
+        if (
+            tag in rest
+        ):  # Open MPI tags every chunk it reads: an unbuffered write in mid-line carries a tag too
+            rest = rest.replace(tag, "")
+    return int(rank), rest

@@ -434,14 +434,14 @@ class TrainingRun(RunReadout):
         if end is not None or known.is_killed_line(text):
             self._on_killed(end, text, line_number)
             return
-        bad = bad_loss(text) if exception is None else None
-        bad = bad or self._loss_table.feed(text)
-        if bad is not None:
-            self._on_bad_loss(bad, text, line_number)
         if lead and not self._epoch_open:
             marker = loop_epoch(text)
             if marker is not None:
                 self._on_loop_epoch(marker)
+        bad = bad_loss(text) if exception is None else None
+        bad = bad or self._loss_table.feed(text)
+        if bad is not None:
+            self._on_bad_loss(bad, text, line_number)
         if XLA_COMPILED in text:
             self._xla_compiled = True
         if TPU_FOUND.search(text):  # a TPU host has no CUDA device, and needs none
@@ -490,8 +490,9 @@ class TrainingRun(RunReadout):
             self._end_run(FinishReason.KILLED)
 
     def _on_exception(self, exception: str, line_number: int | None) -> None:
-        """A traceback ended: the run stops with its error. When another rank failed first in this run, its
-        error stays the cause (the others then fail in their collectives); this one is counted."""
+        """A traceback ended: the run stops with its error (another rank's error is listed as critical without
+        ending the leading rank's run). When another rank failed first in this run, its error stays the
+        cause (the others then fail in their collectives); this one is counted."""
         existing = self.problems.get(ProblemId.EXCEPTION)
         if (
             existing is not None
@@ -502,7 +503,10 @@ class TrainingRun(RunReadout):
             self.problems[ProblemId.EXCEPTION] = replace(existing, count=existing.count + 1)
             return
         self.problems[ProblemId.EXCEPTION] = self._exception_problem(exception, line_number)
-        if not self.current.finished:
+        leading = self._rank is None or self._rank == self._lead_rank
+        if (
+            leading and not self.current.finished
+        ):  # another rank's error is listed; the run read is the lead's
             self._end_run(FinishReason.EXCEPTION)
 
     def _on_bad_loss(self, bad: BadLoss, text: str, line_number: int | None) -> None:
