@@ -20,7 +20,8 @@ CHECK_NUMERICS = re.compile(r"(?P<message>[^:\]]*?)\s*:\s*Tensor had (?P<what>Na
 LOSS_COLUMN = re.compile(r"^(?:[A-Za-z]+_)?loss$", re.IGNORECASE)
 BAD_VALUE = re.compile(r"^[-+]?(?:nan|inf(?:inity)?)$", re.IGNORECASE)
 NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf(?:inity)?)$", re.IGNORECASE)
-# Custom loops' epoch markers: ``epoch 3, step 100``, ``Epoch 0/100, Batch 17/29316``, ``EPOCH 15 COMPLETED``.
+# Custom loops' epoch markers: ``epoch 3, step 100``, ``Epoch 0/100, Batch 17/29316``, ``EPOCH 15 COMPLETED``,
+# ``epoch: 3451 loss: 0.21`` (one line an epoch).
 EPOCH_STEP = re.compile(
     r"^\s*epoch[\s:=]+(?P<epoch>\d+)(?:\s*/\s*(?P<total>\d+))?\s*[,;|:-]?\s*"
     r"(?:step|batch|iter(?:ation)?)[\s:=]+(?P<step>\d+)(?:\s*/\s*(?P<steps>\d+))?",
@@ -28,6 +29,10 @@ EPOCH_STEP = re.compile(
 )
 EPOCH_DONE = re.compile(
     r"^\s*epoch[\s:=]+(?P<epoch>\d+)(?:\s*/\s*(?P<total>\d+))?\s*[,:]?\s*(?:completed|complete|finished|done|ended)\b",
+    re.IGNORECASE,
+)
+EPOCH_LOSS = re.compile(
+    r"^\s*epoch[\s:=]+(?P<epoch>\d+)(?:\s*/\s*(?P<total>\d+))?\s*[,;|:-]?\s*(?:[A-Za-z]+[_ ])?loss\b",
     re.IGNORECASE,
 )
 MAX_TABLE_COLUMNS = 20
@@ -86,7 +91,7 @@ def loop_epoch(text: str) -> LoopEpoch | None:
             _int(match.group("steps")),
             False,
         )
-    match = EPOCH_DONE.match(text)
+    match = EPOCH_DONE.match(text) or EPOCH_LOSS.match(text)  # an epoch's end, or its loss
     if match:
         return LoopEpoch(int(match.group("epoch")), _int(match.group("total")), None, None, True)
     return None

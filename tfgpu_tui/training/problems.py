@@ -95,9 +95,17 @@ ADVISORY_TEXTS = {
         "Only XLA (jit_compile=True) needs ptxas.",
     ),
 }
+#: Words of a ptxas line that reports a failure, not the advisory (XLA's op failing, an error's own lines).
+PTXAS_FAILURE = re.compile(r"OP_REQUIRES failed|xla_ops|xla_compile|Not found:|NOT_FOUND|Error:")
 #: An error about compiling GPU code (what a missing ptxas breaks), and one that names XLA.
 COMPILE_ERROR = re.compile(r"ptxas|\bPTX\b|compil|libdevice|sass", re.IGNORECASE)
 XLA_ERROR = re.compile(r"\bXLA\b|xla_|jit_compile|XlaRuntimeError", re.IGNORECASE)
+
+
+def is_advisory(problem_id: str, line: str) -> bool:
+    """Whether a known message is an advisory the run carries on after: ptxas not found while TensorFlow
+    falls back to the driver (redzone allocator, autotuning), not XLA's op failing for want of it."""
+    return problem_id in ADVISORIES and PTXAS_FAILURE.search(line) is None
 
 
 def as_advisory(problem: Problem) -> Problem:

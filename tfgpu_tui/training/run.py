@@ -452,7 +452,7 @@ class TrainingRun(RunReadout):
         if diagnosis is None or (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
             return
         problem = known.from_diagnosis(diagnosis)
-        if diagnosis.id in known.ADVISORIES and exception is None:
+        if exception is None and known.is_advisory(diagnosis.id, text):
             self._advisories.setdefault(diagnosis.id, problem)
             problem = known.as_advisory(problem)
         self._raise(problem)
@@ -537,7 +537,7 @@ class TrainingRun(RunReadout):
 
     def _exception_problem(self, exception: str, line_number: int | None) -> Problem:
         """The error a traceback ended with, said about this run: where training was, and what to do."""
-        error = known.error_name(exception)
+        error = known.error_name(exception).rstrip(".")  # the sentence ends with its own full stop
         cur = self.current
         oom = known.is_oom_exception(exception)
         what = "ran out of GPU memory" if oom else "stopped"
