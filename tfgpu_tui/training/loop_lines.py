@@ -32,7 +32,8 @@ EPOCH_DONE = re.compile(
     re.IGNORECASE,
 )
 EPOCH_LOSS = re.compile(
-    r"^\s*epoch[\s:=]+(?P<epoch>\d+)(?:\s*/\s*(?P<total>\d+))?\s*[,;|:-]?\s*(?:[A-Za-z]+[_ ])?loss\b",
+    r"^\s*epoch[\s:=]+(?P<epoch>\d+)(?:\s*/\s*(?P<total>\d+))?\s*[,;|:-]?\s*(?:[A-Za-z]+[_ ])?loss"
+    r"[\s:=]+[-+]?(?:\d|nan|inf)",
     re.IGNORECASE,
 )
 MAX_TABLE_COLUMNS = 20

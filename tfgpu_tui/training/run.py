@@ -434,7 +434,7 @@ class TrainingRun(RunReadout):
         if end is not None or known.is_killed_line(text):
             self._on_killed(end, text, line_number)
             return
-        if lead and not self._epoch_open:
+        if lead and self.fit_run == 0:  # a log with Keras' progress counts Keras' epochs only
             marker = loop_epoch(text)
             if marker is not None:
                 self._on_loop_epoch(marker)
