@@ -19,7 +19,7 @@ BAD_LOSS = re.compile(
 CHECK_NUMERICS = re.compile(r"(?P<message>[^:\]]*?)\s*:\s*Tensor had (?P<what>NaN|Inf) values")
 LOSS_COLUMN = re.compile(r"^(?:[A-Za-z]+_)?loss$", re.IGNORECASE)
 BAD_VALUE = re.compile(r"^[-+]?(?:nan|inf(?:inity)?)$", re.IGNORECASE)
-NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf(?:inity)?)$", re.IGNORECASE)
+DIGIT = re.compile(r"\d")
 # Custom loops' epoch markers: ``epoch 3, step 100``, ``Epoch 0/100, Batch 17/29316``, ``EPOCH 15 COMPLETED``,
 # ``epoch: 3451 loss: 0.21`` (one line an epoch).
 EPOCH_STEP = re.compile(
@@ -124,9 +124,11 @@ class LossTable:
 
     def _header(self, text: str) -> bool:
         """Take the line as the table's header when it is one (column names, a loss among them)."""
+        if DIGIT.search(text):  # a row, not a header (the cheap test first: most lines have a digit)
+            return False
         piped = "|" in text
         cells = _cells(text, piped)
-        if not 2 <= len(cells) <= MAX_TABLE_COLUMNS or any(NUMBER.match(cell) for cell in cells):
+        if not 2 <= len(cells) <= MAX_TABLE_COLUMNS:
             return False
         column = next((i for i, cell in enumerate(cells) if LOSS_COLUMN.match(cell)), None)
         if column is None:

@@ -434,14 +434,15 @@ class TrainingRun(RunReadout):
         if end is not None or known.is_killed_line(text):
             self._on_killed(end, text, line_number)
             return
-        if lead and self.fit_run == 0:  # a log with Keras' progress counts Keras' epochs only
-            marker = loop_epoch(text)
-            if marker is not None:
-                self._on_loop_epoch(marker)
+        marker = loop_epoch(text) if lead and self.fit_run == 0 else None  # Keras' epochs count where shown
+        if marker is not None:
+            self._on_loop_epoch(marker)
         bad = bad_loss(text) if exception is None else None
         bad = bad or self._loss_table.feed(text)
         if bad is not None:
             self._on_bad_loss(bad, text, line_number)
+        if marker is not None:
+            return  # a custom loop's own progress line: no TensorFlow message in it
         if XLA_COMPILED in text:
             self._xla_compiled = True
         if TPU_FOUND.search(text):  # a TPU host has no CUDA device, and needs none
