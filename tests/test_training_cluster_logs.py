@@ -340,3 +340,11 @@ def test_tail_first_then_history_equals_a_full_read(name):
     assert [(r.index, r.finish_reason) for r in split.runs()] == [
         (r.index, r.finish_reason) for r in full.runs()
     ]
+
+
+def test_hostile_prefixes_stay_bounded():
+    many = "".join(f"[1,{rank}]<stdout>:hello\n" for rank in range(3000))
+    run = feed(many + prefixed("[1,2999]<stderr>:", TRACEBACK + "ValueError: last rank"))
+    assert run.problems["EXCEPTION"].rank == 2999  # ranks past the readers' cap still have their errors read
+    huge = feed("[1,99999999999]<stdout>:Epoch 1/2\n")  # not a rank number a launcher writes: left as text
+    assert huge.view_lines() == ["[1,99999999999]<stdout>:Epoch 1/2"]

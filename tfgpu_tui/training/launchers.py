@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 LAUNCHER_PREFIX = re.compile(
-    r"(?:\[(?:\d+,)?(?P<mpi>\d+)\]<(?:stdout|stderr)>:"  # Open MPI --tag-output, horovodrun
-    r"|\[[A-Za-z_]\w*?(?P<torch>\d+)\]:"  # torchrun: [default0]:
+    r"(?:\[(?:\d{1,9},)?(?P<mpi>\d{1,7})\]<(?:stdout|stderr)>:"  # Open MPI --tag-output, horovodrun
+    r"|\[[A-Za-z_]\w{0,30}?(?P<torch>\d{1,7})\]:"  # torchrun: [default0]:
     r"|[ ]{0,4}(?P<srun>\d{1,5}): )"  # srun --label
     r" ?"
 )

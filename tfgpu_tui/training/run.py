@@ -72,6 +72,9 @@ AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line
 TPU_FOUND = re.compile(r"Found TPU system|Num TPU Cores:")  # TensorFlow's TPU start-up lines
 NO_CUDA_DEVICE = "CUINIT_NO_DEVICE"  # the log signature that means no CUDA device
 XLA_COMPILED = "Compiled cluster using XLA"  # TensorFlow's line once XLA compiled something
+MAX_RANK_TRACKERS = 1024  # one traceback reader per rank, at most; further ranks share one
+OVERFLOW_RANKS = -1
+MAX_PROBLEM_LINE = 500
 
 
 class TrainingRun(RunReadout):
@@ -424,9 +427,10 @@ class TrainingRun(RunReadout):
             self._check_loss(loss, progress.step, line_number)
 
     def _on_other_text(self, text: str, line_number: int | None, lead: bool = True) -> None:
-        tracker = self._tracebacks.get(self._rank)
+        key = self._rank if len(self._tracebacks) < MAX_RANK_TRACKERS else OVERFLOW_RANKS
+        tracker = self._tracebacks.get(self._rank) or self._tracebacks.get(key)
         if tracker is None:
-            tracker = self._tracebacks[self._rank] = known.TracebackTracker()
+            tracker = self._tracebacks[key] = known.TracebackTracker()
         exception = tracker.feed(text)
         if exception is not None:
             self._on_exception(exception, line_number)
@@ -467,7 +471,7 @@ class TrainingRun(RunReadout):
                 "The training process was killed.",
                 known.KILLED_FIX,
                 line_number,
-                text,
+                text[:MAX_PROBLEM_LINE],
             )
         else:
             problem = Problem(
@@ -476,7 +480,7 @@ class TrainingRun(RunReadout):
                 end.message,
                 end.fix,
                 line_number,
-                text,
+                text[:MAX_PROBLEM_LINE],
                 title=end.title,
                 rank=end.rank,
             )
@@ -523,7 +527,14 @@ class TrainingRun(RunReadout):
         at += f" step {cur.step}" if cur.step else ""
         message = f"{what}{at}."
         self._raise(
-            Problem(ProblemId.NAN_LOSS, Severity.CRITICAL, message, known.NAN_FIX, line_number, text[:500])
+            Problem(
+                ProblemId.NAN_LOSS,
+                Severity.CRITICAL,
+                message,
+                known.NAN_FIX,
+                line_number,
+                text[:MAX_PROBLEM_LINE],
+            )
         )
 
     def _on_loop_epoch(self, marker: LoopEpoch) -> None:
