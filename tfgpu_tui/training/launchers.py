@@ -25,6 +25,8 @@ def split_launcher_prefix(text: str) -> tuple[int | None, str]:
     """(rank, the line without its prefix); (None, text) when the line has no launcher prefix."""
     if not text or text[0] not in PREFIX_STARTS:
         return None, text
+    if text[0] != "[" and ": " not in text[:12]:  # a progress bar (``469/469 ...``): no regex needed
+        return None, text
     match = LAUNCHER_PREFIX.match(text)
     if match is None:
         return None, text
