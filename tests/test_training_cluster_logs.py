@@ -99,8 +99,8 @@ def test_a_nan_loss_in_a_rank_that_does_not_lead_counts():
 
 
 def test_open_mpi_s_tag_repeated_in_mid_line_is_stripped():
-    # Open MPI tags every chunk it reads from a rank's pipe (seen with a real mpirun, see
-    # test_training_cluster_real.py): an unbuffered traceback's line carries the tag again
+    # Open MPI tags every chunk it reads from a rank's pipe: these lines are what Open MPI 4.1.4 wrote for
+    # a real rank run with PYTHONUNBUFFERED=1 (the traceback's line came in pieces, each tagged)
     run = feed(
         "[1,1]<stderr>:Traceback (most recent call last):\n"
         '[1,1]<stderr>:  File "r.py", line 14, in <module>\n'

@@ -98,6 +98,22 @@ def loop_epoch(text: str) -> LoopEpoch | None:
     return None
 
 
+class LoopEpochs:
+    """Whether a custom loop's epoch markers number its epochs unambiguously: they never go back (two
+    unprefixed ranks, or two loops, printing their own numbers make the count ambiguous: then none)."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        self.ambiguous = False
+
+    def accept(self, marker: LoopEpoch) -> bool:
+        """Record the marker; False once the numbering is ambiguous."""
+        if self.last is not None and marker.epoch < self.last:
+            self.ambiguous = True
+        self.last = marker.epoch
+        return not self.ambiguous
+
+
 class LossTable:
     """A table printed one row a line with a loss column (``step  loss  lr`` or ``| step | loss |``): finds
     the rows whose loss cell is NaN or infinite."""

@@ -33,7 +33,7 @@ from tfgpu_tui.training.keras_progress import (
     parse_values_line,
 )
 from tfgpu_tui.training.launchers import PREFIX_STARTS, split_launcher_prefix
-from tfgpu_tui.training.loop_lines import BadLoss, LoopEpoch, LossTable, bad_loss, loop_epoch
+from tfgpu_tui.training.loop_lines import BadLoss, LoopEpoch, LoopEpochs, LossTable, bad_loss, loop_epoch
 from tfgpu_tui.training.problems import Problem, ProblemId
 from tfgpu_tui.training.readout import RunReadout, TrainingSnapshot
 from tfgpu_tui.training.records import (
@@ -934,19 +934,3 @@ def _logged_end(when: object) -> dict[str, Any]:
 
 def _shift(line_number: int | None, offset: int) -> int | None:
     return None if line_number is None else line_number + offset
-
-
-class LoopEpochs:
-    """Whether a custom loop's epoch markers number its epochs unambiguously: they never go back (two
-    unprefixed ranks, or two loops, printing their own numbers make the count ambiguous: then none)."""
-
-    def __init__(self) -> None:
-        self.last: int | None = None
-        self.ambiguous = False
-
-    def accept(self, marker: LoopEpoch) -> bool:
-        """Record the marker; False once the numbering is ambiguous."""
-        if self.last is not None and marker.epoch < self.last:
-            self.ambiguous = True
-        self.last = marker.epoch
-        return not self.ambiguous
