@@ -297,6 +297,7 @@ def test_xla_failing_for_want_of_ptxas_real_log_is_a_problem():
         ("epoch 3, step 100 loss 0.51\n", 3, None, 100),
         ("Epoch 2/10, Batch 17/300\n", 2, 10, 17),
         ("EPOCH 15 COMPLETED\n", 15, None, None),
+        ("Epoch 3/10\nstep 100 loss 0.5120\n", 3, 10, 0),  # Keras' header format, the loop's own prints
         ("epoch 1, step 5\nepoch 2, step 5\nepoch 1, step 6\n", None, None, 5),  # goes back: ambiguous
         ("epoch 1, step 5\nmy epoch counter is odd\n", 1, None, 5),
     ],
