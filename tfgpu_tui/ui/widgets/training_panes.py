@@ -142,7 +142,7 @@ class ProblemsView(Static):
         for index, (problem, fix) in enumerate(zip(problems, fixes_to_show(problems), strict=True)):
             if index:
                 text.append("\n")
-            where = f", line {problem.line_number}" if problem.line_number else ""
+            where = f", {problem.where()}" if problem.where() else ""  # rank N (a launcher's prefix), line N
             times = f" x{problem.count}" if problem.count > 1 else ""
             text.append(problem.title, SEVERITY_STYLE[problem.severity])
             text.append(f" ({problem.id}{where}){times}: ", "dim")  # the id, as the docs and --json name it
