@@ -16,7 +16,7 @@ import pytest
 
 from tfgpu_tui.cli import main
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.e2e, pytest.mark.tf]
 
 HANG_GUARD_SECONDS = 300  # two TensorFlow imports on a loaded 2-core machine; a hang fails, never blocks
 

@@ -6,10 +6,10 @@ stopped."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.paths import FIXTURES
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.cli import main
 from tfgpu_tui.training.follow import SegmentSplitter
@@ -18,7 +18,7 @@ from tfgpu_tui.training.run import TrainingRun
 from tfgpu_tui.training.text_format import status_text
 from tfgpu_tui.training.watch import LogWatch
 
-CLUSTERS = Path(__file__).parent / "fixtures" / "logs" / "clusters"
+CLUSTERS = FIXTURES / "logs" / "clusters"
 COMPLETED = (
     "Epoch 1/2\n10/10 - 1s - 9ms/step - loss: 0.5000 - val_loss: 0.6000\n"
     "Epoch 2/2\n10/10 - 1s - 9ms/step - loss: 0.4000 - val_loss: 0.5000\n"
