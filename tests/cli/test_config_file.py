@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.cli import build_parser, main, settings_from_args
+from tfgpu_tui.cli import build_parser, main
+from tfgpu_tui.commands.options import settings_from_args
 from tfgpu_tui.config_file import CONFIG_KEYS, apply_config, config_path, load_config, parse_config_text
 from tfgpu_tui.settings import Settings
 

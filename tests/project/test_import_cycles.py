@@ -1,5 +1,7 @@
 """No import cycles in the package: the import graph is read from the sources (every `import` and
-`from ... import`, at module level and inside functions, but not those under `if TYPE_CHECKING:`)."""
+`from ... import`, at module level and inside functions, but not those under `if TYPE_CHECKING:`; in a
+module that calls `import_module`, every string that names a module of the package, and every f-string that
+begins with a package's dotted prefix, counts as an import of those modules)."""
 
 from __future__ import annotations
 
@@ -36,7 +38,38 @@ def imported(tree: ast.AST, modules: dict[str, Path], module_level: bool) -> set
             found.update(alias.name for alias in node.names)
         if not (module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))):
             pending.extend(ast.iter_child_nodes(node))
+    if calls_import_module(tree):
+        found |= named_in_strings(tree, modules)
     return found & modules.keys()
+
+
+def calls_import_module(tree: ast.AST) -> bool:
+    """Whether the source calls `importlib.import_module` (or `import_module`) anywhere."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            if name == "import_module":
+                return True
+    return False
+
+
+def named_in_strings(tree: ast.AST, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that the source's strings name: ``"tfgpu_tui.ui.hosts"`` (or
+    ``"tfgpu_tui.ui.hosts:HostsTab"``), and every module under the prefix of
+    ``f"tfgpu_tui.commands.{name}"``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.split(":")[0]
+            if name in modules:
+                found.add(name)
+        elif isinstance(node, ast.JoinedStr) and node.values:
+            first = node.values[0]
+            if isinstance(first, ast.Constant) and str(first.value).endswith("."):
+                prefix = str(first.value)
+                found.update(name for name in modules if name.startswith(prefix))
+    return found
 
 
 def cycles(module_level: bool) -> list[list[str]]:
@@ -72,6 +105,15 @@ def test_the_walk_finds_the_modules_and_their_imports() -> None:
     tree = ast.parse((PACKAGE / "ui" / "hosts.py").read_text(encoding="utf-8"))
     assert "tfgpu_tui.ui.tab_base" in imported(tree, modules, module_level=True)
     assert "tfgpu_tui.ui.host_detail" in imported(tree, modules, module_level=False)  # imported in a method
+
+
+def test_modules_loaded_by_name_count_as_imports() -> None:
+    modules = module_files()
+    cli = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
+    # f"tfgpu_tui.commands.{name}", in a function
+    assert "tfgpu_tui.commands.gpus" in imported(cli, modules, module_level=False)
+    app = ast.parse((PACKAGE / "ui" / "app.py").read_text(encoding="utf-8"))
+    assert "tfgpu_tui.ui.hosts" in imported(app, modules, module_level=True)  # TabSpec's module string
 
 
 def test_no_cycle_among_module_level_imports() -> None:

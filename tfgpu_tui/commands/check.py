@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, number_in
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import PYTHON_CHAIN, add_python_option, number_in, settings_from_args
 from tfgpu_tui.env.check_run import CheckRun, run_check
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
@@ -75,7 +75,6 @@ def _write_recording(path: Path, result: CheckRun) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Run the checks on the interpreter the Environment tab would check; print text, Markdown or JSON;
     return the exit status for the worst finding."""
-    from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.env.targets import resolve_target
 
     settings = settings_from_args(args)

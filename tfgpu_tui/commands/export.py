@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import add_demo_gpus_option, interval_seconds, settings_from_args
 from tfgpu_tui.exit_status import EXIT_USAGE
 
 DEFAULT_HOST = "127.0.0.1"
@@ -24,7 +25,6 @@ PUBLIC_WARNING = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `export` subcommand."""
-    from tfgpu_tui.cli import add_demo_gpus_option, interval_seconds
     from tfgpu_tui.export.process_series import DEFAULT_TOP
 
     parser = subparsers.add_parser(
@@ -110,7 +110,6 @@ def check_arguments(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
-    from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.export.collector import Exporter
     from tfgpu_tui.export.server import MetricsServer
     from tfgpu_tui.export.web_config import WebConfig, WebConfigError, load_web_config

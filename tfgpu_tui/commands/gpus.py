@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import add_demo_gpus_option, interval_seconds, settings_from_args
 from tfgpu_tui.durations import running_text
 from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
@@ -29,7 +30,6 @@ TABLE_HEADER = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `gpus` subcommand."""
-    from tfgpu_tui.cli import add_demo_gpus_option, interval_seconds
 
     parser = subparsers.add_parser(
         "gpus",
@@ -206,7 +206,6 @@ def run(args: argparse.Namespace) -> int:
     """Print the report once, or until Ctrl-C with --watch; 1 when there is nothing to monitor."""
     # One-shot: the CPU window opens before the sampler and NVML load, so their loading is not waited for.
     baseline = None if args.watch else take_baseline()
-    from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.gpu.report import snapshot_dict
     from tfgpu_tui.gpu.sampler import Sampler
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import settings_from_args
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.oversight import LogOversight, OversightState
@@ -85,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
 
 def make_oversight(args: argparse.Namespace, path: Path) -> LogOversight:
     """Writer and checkpoint tracking with the user's settings (``--checkpoints``, the settings file)."""
-    from tfgpu_tui.cli import settings_from_args  # cli imports this module
 
     settings = settings_from_args(args)
     policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import number_in, settings_from_args
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import INTERVAL, MINUTES
 
@@ -35,7 +36,6 @@ TEST_BODY = "If you read this, tfgpu-tui notify can reach you here."
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `notify` subcommand."""
-    from tfgpu_tui.cli import number_in
 
     minutes = number_in(MINUTES, "minutes")
     parser = subparsers.add_parser(
@@ -105,7 +105,6 @@ def say(message: str) -> None:
 def configure(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Settings, destinations and event kinds for this run; raises ValueError with one line when unusable."""
     from tfgpu_tui.access import special_file_refusal
-    from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.notify.destinations import check, gather, known_schemes
     from tfgpu_tui.notify.events import parse_events
 

@@ -6,8 +6,14 @@ import argparse
 import json
 import sys
 
-from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.options import (
+    PYTHON_CHAIN,
+    add_python_option,
+    finite_number,
+    number_in,
+    settings_from_args,
+)
 from tfgpu_tui.commands.probe_pipeline import PIPELINE_HELP, pipeline_request, run_pipeline
 from tfgpu_tui.env.targets import Target, resolve_target
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
