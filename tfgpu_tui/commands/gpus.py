@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_WINDOW_SECONDS,
         metavar="SECONDS",
         help="one-shot: when a reading needs confirming (a GPU at 0 %% while a TensorFlow process holds its "
-        "memory, TensorFlow on the CPU), keep sampling this long before answering (default 2; 0: never)",
+        "memory, TensorFlow on the CPU, an efficiency diagnosis), keep sampling this long before answering; "
+        "the diagnoses then rest on that window (default 2; 0: never)",
     )
     parser.set_defaults(func=run)
 
@@ -216,7 +217,7 @@ def _take_confirmed(sampler: Sampler, window: float, baseline: CpuBaseline) -> t
     deadline = time.monotonic() + window  # the rules' clock started with that sample
     _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic()))  # 0.01: the clocks differ
     snapshot = sampler.sample()
-    while needs_confirming(snapshot) and time.monotonic() < deadline:
+    while (needs_confirming(snapshot) or sampler.efficiency.pending) and time.monotonic() < deadline:
         _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
         snapshot = sampler.sample()
     return snapshot, time.monotonic() - started
@@ -234,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
     window = getattr(args, "window", DEFAULT_WINDOW_SECONDS)
     if not args.watch:  # a one-shot answer cannot wait 15 s: the window is the evidence, and it says so
         settings.fallback_seconds = min(settings.fallback_seconds, window)
+        settings.efficiency_minutes = min(settings.efficiency_minutes, window / 60)
     host = None
     if not settings.demo:
         from tfgpu_tui.gpu.processes import HostInspector
