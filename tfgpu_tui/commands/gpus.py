@@ -208,14 +208,26 @@ def needs_confirming(snapshot: Snapshot) -> bool:
     )
 
 
+def gpm_gap(snapshot: Snapshot) -> float:
+    """How long to wait before the next sample so that GPM has two samples far enough apart: 0 where no GPU
+    is measuring GPM."""
+    from tfgpu_tui.gpu.nvml import GPM_MIN_SECONDS
+
+    activities = [d.activity for d in snapshot.devices] + [
+        m.activity for d in snapshot.devices for m in d.mig_devices
+    ]
+    return GPM_MIN_SECONDS + 0.01 if any(a is not None and a.measuring for a in activities) else 0.0
+
+
 def _take_confirmed(sampler: Sampler, window: float, baseline: CpuBaseline) -> tuple[Snapshot, float]:
     """One-shot: a sample, then another once the CPU window opened by `baseline` has passed, then more
     until `window` after the first only while a reading needs confirming. Returns the snapshot and the
     seconds spent since the baseline."""
     started = time.monotonic() - max(0.0, time.time() - baseline.taken)
-    sampler.sample()
+    first = sampler.sample()
     deadline = time.monotonic() + window  # the rules' clock started with that sample
-    _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic()))  # 0.01: the clocks differ
+    gpm = gpm_gap(first)
+    _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic(), gpm))  # 0.01: the clocks differ
     snapshot = sampler.sample()
     while (needs_confirming(snapshot) or sampler.efficiency.pending) and time.monotonic() < deadline:
         _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)

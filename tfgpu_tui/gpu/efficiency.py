@@ -161,10 +161,18 @@ class Efficiency:
             del self._means[key]
         return found
 
-    def _window(self, now: float, seen: set, kind: str, target: tuple[int, int | None],
-                values: tuple[float, ...] | None) -> tuple[float, ...] | None:  # fmt: skip
+    def _window(
+        self,
+        now: float,
+        seen: set,
+        kind: str,
+        target: tuple[int, int | None],
+        values: tuple[float, ...] | None,
+        covered: float | None = None,
+    ) -> tuple[float, ...] | None:
         """Record `values` in that rule's window; its means once the window is full (None before, and when
-        `values` is None: missing evidence restarts the window)."""
+        `values` is None: missing evidence restarts the window). `covered`: the seconds the first values
+        already cover (GPM's are over the interval since the previous sample)."""
         key = (kind, *target)
         if values is None:
             return None
@@ -172,6 +180,7 @@ class Efficiency:
         means = self._means.get(key)
         if means is None or means.window_seconds != self.thresholds.window_seconds:
             means = self._means[key] = RollingMeans(self.thresholds.window_seconds, len(values))
+            means.first_seen = now - (covered or 0.0)
         means.add(now, values)
         return means.means() if means.covers(now) else None
 
@@ -188,7 +197,8 @@ class Efficiency:
         sm = device.activity.sm_active if device.activity else None
         util = device.utilization_percent
         evidence = (util, sm) if util is not None and sm is not None else None
-        means = self._window(now, seen, "busy_not_working", (device.index, None), evidence)
+        covered = device.activity.window_seconds if device.activity else None
+        means = self._window(now, seen, "busy_not_working", (device.index, None), evidence, covered)
         values = means or evidence or (0.0, 0.0)
         busy_idle = values[0] >= t.busy_util_percent and values[1] < t.sm_active_low_percent
         if not self._hold("busy_not_working", busy_idle, means):
@@ -222,7 +232,9 @@ class Efficiency:
         evidence = None
         if mine and cc is not None and cc >= TENSOR_CORE_CC and sm is not None and tensor is not None:
             evidence = (sm, tensor)
-        means = self._window(now, seen, "tensor_cores_idle", (target.gpu_index, target.mig_index), evidence)
+        covered = activity.window_seconds if activity else None
+        key = (target.gpu_index, target.mig_index)
+        means = self._window(now, seen, "tensor_cores_idle", key, evidence, covered)
         values = means or evidence or (0.0, 100.0)
         idle = values[0] >= t.sm_active_low_percent and values[1] < t.tensor_idle_percent
         if not self._hold("tensor_cores_idle", idle, means) or cc is None:
@@ -330,6 +342,9 @@ class Efficiency:
             gpu = job.gpu_index if job.gpu_index is not None else -1
             target = by_device.get((gpu, job.mig_index))
             key = (job.pid, job.create_time, gpu, job.mig_index)
+            if target is not None and target.activity is not None and target.activity.measuring:
+                live.add(key)  # GPM's first sample: its numbers (the basis from now on) come next time
+                continue
             sm, basis = _sm_upper_bound(job, target)
             if target is None or not target.memory_total_mib or sm is None:
                 self._lives.pop(key, None)  # missing evidence: its life is not known whole

@@ -44,6 +44,9 @@ class DeviceInfo:
     minor_number: int | None = None  # N of /dev/nvidiaN (nvmlDeviceGetMinorNumber): never assumed = index
 
 
+MEASURING = "measuring"  # how Activity.why_none starts while GPM has one sample only
+
+
 @dataclass(frozen=True)
 class Activity:
     """What the GPU (or a MIG GPU instance) really did between two GPM samples (NVML's GPU Performance
@@ -65,6 +68,11 @@ class Activity:
     pcie_rx_mib_s: float | None = None
     window_seconds: float | None = None  # between the two samples
     unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def measuring(self) -> bool:
+        """GPM is there but has only its first sample: the numbers come with the next reading."""
+        return self.basis == "none" and self.why_none.startswith(MEASURING)
 
 
 def no_activity(why: str) -> Activity:

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from tfgpu_tui.gpu.model import (
+    MEASURING,
     Activity,
     DeviceInfo,
     DeviceSample,
@@ -114,7 +115,7 @@ GPM_METRICS = {
 GPM_MIN_SECONDS = 0.11  # nvml.h: the samples "should be" more than 100 ms apart (10 ms for clock jitter)
 NO_GPM = "not measurable on this GPU (GPM needs Hopper or newer)"
 GPM_OLD_DRIVER = "not measurable with this driver or nvidia-ml-py (GPM needs driver 520 or newer)"
-GPM_MEASURING = "measuring: GPM compares two samples at least 100 ms apart, and this is the first"
+GPM_MEASURING = f"{MEASURING}: GPM compares two samples at least 100 ms apart, and this is the first"
 GPM_MIG_PARENT = "in MIG mode each GPU instance's activity is measured on its MIG devices"
 
 
