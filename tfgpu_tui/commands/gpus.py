@@ -14,7 +14,7 @@ from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window
-    from tfgpu_tui.gpu.model import DeviceSample, MigDevice, ProcessRow, Snapshot
+    from tfgpu_tui.gpu.model import Activity, DeviceSample, MigDevice, ProcessRow, Snapshot
     from tfgpu_tui.gpu.sampler import Sampler
 
 CPU_WINDOW_SECONDS = 0.2  # a one-shot's CPU % covers at least this (20 clock ticks: 5 % steps)
@@ -93,6 +93,39 @@ def device_line(device: DeviceSample) -> str:
     )
 
 
+def activity_line(activity: Activity | None, indent: str = "    ") -> list[str]:
+    """What GPM measured (SM, tensor, DRAM, FP32/FP16, PCIe), or why it could not; nothing where the source
+    does not read it or GPM has its first sample only."""
+    if activity is None or activity.measuring:
+        return []
+    if activity.sm_active is None and activity.basis == "none":
+        return [f"{indent}SM activity: {activity.why_none}"]
+
+    def pct(value: float | None) -> str:
+        return _num(value) + ("" if value is None else " %")
+
+    pcie = f"{_num(activity.pcie_tx_mib_s)}/{_num(activity.pcie_rx_mib_s)} MiB/s"
+    return [
+        f"{indent}activity (GPM): SM {pct(activity.sm_active)} (occupancy {pct(activity.sm_occupancy)}), "
+        f"tensor {pct(activity.tensor_active)} (HMMA {pct(activity.hmma_active)}), DRAM "
+        f"{pct(activity.dram_active)}, FP32 {pct(activity.fp32_active)}, FP16 {pct(activity.fp16_active)}, "
+        f"PCIe TX/RX {pcie}"
+    ]
+
+
+def link_line(device: DeviceSample) -> list[str]:
+    """The clock event reasons now and the PCIe link against its maximum, where NVML gives them."""
+    from tfgpu_tui.gpu.clock_events import names
+
+    parts = []
+    if device.clock_events is not None:
+        parts.append(f"clock events: {', '.join(names(device.clock_events)) or 'none'}")
+    if device.pcie_gen is not None and device.pcie_width is not None:
+        top = f" of Gen{_num(device.pcie_max_gen, 'd', '?')} x{_num(device.pcie_max_width, 'd', '?')}"
+        parts.append(f"PCIe Gen{device.pcie_gen} x{device.pcie_width}{top}")
+    return [f"    {'; '.join(parts)}"] if parts else []
+
+
 def mig_lines(device: DeviceSample) -> list[str]:
     """A GPU in MIG mode: why its utilisation (and, unprivileged, memory) is not shown, then one line per MIG
     device: its label, profile, instance IDs, memory and UUID (what CUDA_VISIBLE_DEVICES takes)."""
@@ -101,7 +134,9 @@ def mig_lines(device: DeviceSample) -> list[str]:
     why = "    MIG mode: NVML reports no utilisation in MIG mode"
     if device.memory_used_mib is None:
         why += "; the whole GPU's memory needs privileges: each MIG device's is below"
-    return [why] + [mig_line(mig) for mig in device.mig_devices]
+    return [why] + [
+        line for mig in device.mig_devices for line in (mig_line(mig), *activity_line(mig.activity))
+    ]
 
 
 def mig_line(mig: MigDevice) -> str:
@@ -165,7 +200,12 @@ def render(snapshot: Snapshot) -> str:
     if snapshot.error:
         lines += [f"No GPU to monitor: {snapshot.error.message}", f"  fix: {snapshot.error.fix}"]
     for device in snapshot.devices:
-        lines += [device_line(device), *mig_lines(device)]
+        lines += [
+            device_line(device),
+            *activity_line(device.activity),
+            *link_line(device),
+            *mig_lines(device),
+        ]
     if snapshot.host:
         host = snapshot.host
         lines.append(

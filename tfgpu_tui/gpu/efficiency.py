@@ -411,3 +411,23 @@ def diagnosis_alert(diagnosis: Diagnosis) -> Alert:
         diagnosis.subject,
         short=f"{SHORT[diagnosis.kind]}: {diagnosis.subject}",
     )
+
+
+# What each diagnosis means, in a few sentences, for `e` on its alert (docs/efficiency.md says more).
+MEANING = {
+    "busy_not_working": "NVML's utilisation is the share of time at least one kernel ran, however small: one "
+    "tiny kernel at a time reads 100 %. GPM's SM activity is the share of the SMs that had work. High "
+    "utilisation with few SMs active means the kernels are too small for this GPU.",
+    "tensor_cores_idle": "Tensor cores multiply matrices in reduced precision many times faster than the "
+    "FP32 pipes. A training job whose SMs are busy while the tensor cores stay near 0 computes in float32 "
+    "and leaves most of the GPU's arithmetic unused.",
+    "input_bound": "The GPU waits for data: its utilisation stays low while the job's CPU is busy preparing "
+    "batches.",
+    "throttled": "The clocks were lowered below their maximum for a reason that costs speed (a power cap, a "
+    "thermal limit or a hardware slowdown) while the GPU was busy.",
+    "pcie_link_degraded": "The PCIe link carries data between the host and the GPU. It runs below the "
+    "generation or width the card and slot can do even under load, so transfers are slower than they "
+    "should be.",
+    "over_provisioned": "The job used a small part of this GPU's memory and SMs for all the time it was "
+    "watched: a smaller (cheaper) GPU or a MIG slice would run it as fast.",
+}
