@@ -96,6 +96,25 @@ def test_a_per_metric_refusal_is_null_with_its_reason(fakenvml_lib_dir: Path, tm
     assert device["activity"]["unavailable"] == {"tensor_active": "not supported by this GPU"}
 
 
+def test_gpm_refused_or_failing_says_why_and_the_rest_carries_on(
+    fakenvml_lib_dir: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenario.txt"
+    path.write_text(
+        f"device {H100} util=90 gpm_sm=55\n"
+        f"device {H100} util=90 gpm_sm=55\n"
+        f"device {H100} util=90 gpm_sm=55\n"
+        "error gpu=1 field=gpm code=NO_PERMISSION\n"
+        "error gpu=2 field=gpm code=FUNCTION_NOT_FOUND\n"
+    )
+    ok, refused, old = (d["activity"] for d in gpus_json(fakenvml_lib_dir, path, "--window", "0")["devices"])
+    assert ok["sm_active"] == 55.0
+    assert refused["basis"] == "none" and refused["why_none"] == "not measurable: GPM needs more privileges"
+    assert (
+        old["why_none"] == "not measurable with this driver or nvidia-ml-py (GPM needs driver 520 or newer)"
+    )
+
+
 # -- real TensorFlow as the training job ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tf_job():

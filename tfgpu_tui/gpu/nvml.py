@@ -119,6 +119,18 @@ GPM_MEASURING = f"{MEASURING}: GPM compares two samples at least 100 ms apart, a
 GPM_MIG_PARENT = "in MIG mode each GPU instance's activity is measured on its MIG devices"
 
 
+def gpm_refusal(exc: Exception) -> str:
+    """Why GPM cannot measure, from the error of a GPM call."""
+    value = getattr(exc, "value", None)
+    if value == NOT_SUPPORTED:
+        return NO_GPM
+    if value == FUNCTION_NOT_FOUND or isinstance(exc, AttributeError):
+        return GPM_OLD_DRIVER
+    if value in PERMANENT_REASONS:
+        return f"not measurable: GPM {PERMANENT_REASONS[value]}"
+    return f"not measurable: GPM support could not be read ({exc})"
+
+
 def _mig_sampler(nvml: ModuleType, handle: Any, gpu_instance: int) -> Callable[[Any], Any]:
     """Fills a GPM sample buffer with one GPU instance's counters."""
     return lambda sample: nvml.nvmlGpmMigSampleGet(handle, gpu_instance, sample)
@@ -188,12 +200,8 @@ class _Gpm:
         value = getattr(exc, "value", None)
         if value == GPU_IS_LOST:
             raise _Lost from None
-        if value == NOT_SUPPORTED:
-            self.failed = NO_GPM
-        elif value in PERMANENT_REASONS:
-            self.failed = f"not measurable: GPM is {PERMANENT_REASONS[value]}"
-        elif isinstance(exc, AttributeError):
-            self.failed = GPM_OLD_DRIVER
+        if value in PERMANENT_REASONS or isinstance(exc, AttributeError):
+            self.failed = gpm_refusal(exc)
         return no_activity(self.failed or f"GPM sample failed: {exc}")
 
     def _compare(self, first: Any, second: Any, seconds: float) -> Activity:
@@ -417,7 +425,7 @@ class NvmlSource:
             value = getattr(exc, "value", None)
             if value == GPU_IS_LOST:
                 raise _Lost from None
-            device.gpm_why_none = NO_GPM if value == NOT_SUPPORTED else GPM_OLD_DRIVER
+            device.gpm_why_none = gpm_refusal(exc)
             return
         if not supported:
             return
