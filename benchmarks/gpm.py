@@ -8,7 +8,11 @@ and the model; the host's process scan is the same on both sides and left out) -
 0.12 s apart (GPM compares two samples at least 100 ms apart: every GPM sample here is compared), after 5
 uncounted warm-up samples. The sides take turns --rounds times, so that a shared VM's drift falls on both.
 
-    python benchmarks/gpm.py [--samples 100] [--rounds 2] [--json PATH]
+--idle SECONDS also measures the dashboard idling on the Monitor (tmux 160x48, `--interval 1`, CPU time of its
+process tree from /proc, as benchmarks/monitor.py measures it) on each scenario, --idle-runs times each, in
+turns, after a 6 s warm-up.
+
+    python benchmarks/gpm.py [--samples 100] [--rounds 2] [--idle SECONDS] [--idle-runs 2] [--json PATH]
 """
 
 from __future__ import annotations
@@ -88,12 +92,41 @@ def check_sides(with_gpm: Path, without: Path) -> None:
         assert got == [expect] * GPUS, (path.name, got)
 
 
+def idle(paths: dict[str, Path], lib: Path, seconds: float, runs: int) -> dict[str, list[float]]:
+    """CPU % of one core of the dashboard idling on the Monitor, per scenario, `runs` times each in turns."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from monitor import idle_cpu  # benchmarks/monitor.py: the same tmux and /proc method
+
+    found: dict[str, list[float]] = {side: [] for side in paths}
+    with tempfile.TemporaryDirectory() as home:
+        base = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "TERM": "tmux-256color",
+            "LANG": "C.UTF-8",
+            "XDG_CONFIG_HOME": home,
+            "LD_LIBRARY_PATH": str(lib),
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        }
+        for _ in range(runs):
+            for side, path in paths.items():
+                env = {**base, "FAKE_NVML_SCENARIO": str(path)}
+                argv = [sys.executable, "-m", "tfgpu_tui", "--interval", "1"]
+                result = idle_cpu(argv, env, seconds, 6.0, "H200")
+                if result is not None:
+                    found[side].append(result[0])
+                    print(f"  idle on the Monitor, {side}: {result[0]:.2f} % of a core", flush=True)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--idle", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--idle-runs", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gpm-bench-"))
@@ -110,6 +143,9 @@ def main() -> int:
         for _ in range(args.rounds):
             times["gpm"] += timed_samples(with_gpm, args.samples)
             times["no_gpm"] += timed_samples(without, args.samples)
+        idling = (
+            idle({"gpm": with_gpm, "no_gpm": without}, work, args.idle, args.idle_runs) if args.idle else {}
+        )
     finally:
         for process in sleepers:
             process.kill()
@@ -127,6 +163,7 @@ def main() -> int:
         "ratio": round(median["gpm"] / median["no_gpm"], 2),
         "target_ms": TARGET_MS,
         "met": added <= TARGET_MS,
+        "idle_cpu_percent": {k: round(statistics.median(v), 2) for k, v in idling.items() if v},
     }
     print(
         f"{GPUS} GPUs, {GPUS * PER_GPU} processes, {len(times['gpm'])} samples a side: "
@@ -134,6 +171,10 @@ def main() -> int:
         f"{median['gpm']:.2f} ms (p90 {p90['gpm']:.2f}): GPM adds {added:.2f} ms "
         f"(x{result['ratio']}); target <= {TARGET_MS} ms: {'met' if result['met'] else 'NOT met'}"
     )
+    if result["idle_cpu_percent"]:
+        cpu = result["idle_cpu_percent"]
+        print(f"dashboard idling on the Monitor (median): with GPM {cpu.get('gpm')} % of a core, without "
+              f"{cpu.get('no_gpm')} %")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0 if result["met"] else 1
