@@ -144,3 +144,45 @@ def test_notify_finished_message_carries_the_report_card(scenario, tmp_path: Pat
         sampler.close()
         writer.kill()
         writer.wait()
+
+
+@pytest.mark.tf
+async def test_the_training_tab_shows_the_ended_runs_report_card(scenario, tmp_path: Path) -> None:
+    from textual.widgets import Static
+    from waiting import wait_until
+
+    from tfgpu_tui.settings import Settings
+    from tfgpu_tui.ui.app import TfgpuApp
+    from tfgpu_tui.ui.training import TrainingTab
+
+    log = tmp_path / "train.log"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    with log.open("w") as out:
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, BAR], stdin=subprocess.PIPE, stdout=out,
+                                  stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        assert writer.stderr is not None and writer.stdin is not None
+        wait_for(lambda: writer.stderr.readline().strip() == "ready", 60)  # type: ignore[union-attr]
+        scenario(
+            'device name="NVIDIA H100 80GB HBM3" total_mib=81559 util=95 gpm_sm=70 gpm_tensor=0.5\n'
+            f"process gpu=0 pid={writer.pid} used_mib=9216 sm=95\n"
+        )
+        settings = Settings(interval=0.25, log_path=log, log_path_given=True)
+        app = TfgpuApp(settings, initial_tab="training")
+        async with app.run_test(size=(120, 40)) as pilot:
+            tab = app.query_one(TrainingTab)
+
+            def context() -> str:
+                return str(tab.query_one("#training-context", Static).render())
+
+            await wait_until(pilot, lambda: f"PID {writer.pid}" in context(), timeout=60)
+            runs = tab.runs.runs
+            await wait_until(pilot, lambda: writer.pid in runs and runs[writer.pid].sm_active.count >= 3, 60)
+            assert "efficiency" not in context()  # the run has not ended
+            writer.stdin.write("finish\n")
+            writer.stdin.flush()
+            await wait_until(pilot, lambda: "efficiency Efficiency over the" in context(), timeout=60)
+            assert "SM activity 70 %, tensor cores 0 %" in " ".join(context().split())
+    finally:
+        writer.kill()
+        writer.wait()
