@@ -9,7 +9,7 @@ from typing import Any
 from tfgpu_tui.gpu import clock_events
 from tfgpu_tui.gpu.model import Activity, DeviceSample, Diagnosis, ProcessRow, Snapshot, no_activity
 
-NOT_READ = "not read by this source (the simulation has no GPM)"
+NOT_READ = "not read: the simulation (--demo) has no GPM, or the device stopped answering"
 ACTIVITY_FIELDS = ("sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp32_active", "fp16_active")
 
 
