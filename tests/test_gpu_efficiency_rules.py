@@ -163,6 +163,9 @@ def test_over_provisioned_after_its_whole_watched_life_with_its_peaks() -> None:
     [found] = of("over_provisioned", run([card], [small], seconds=600))
     assert found.pid == 7 and "peaked at 2.0 GiB of GPU 0's 80 GiB (2 %) and 12 % of its SMs" in found.summary
     assert "GPM SM activity" in found.basis and "10 min" in found.basis and "MIG slice" in found.fix
+    assert "unwatched" not in found.basis
+    [older] = of("over_provisioned", run([card], [replace(small, running_seconds=3 * 3600)], seconds=600))
+    assert "(it had run 170 min before that, unwatched)" in older.basis
 
 
 def test_a_job_that_once_used_the_card_is_not_over_provisioned() -> None:

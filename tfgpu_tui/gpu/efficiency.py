@@ -367,7 +367,7 @@ class Efficiency:
                     f"{life.sm_percent:.0f} % of its SMs",
                     f"its peak GPU memory and the peak of {life.sm_basis} over the "
                     f"{_span(now - life.first_seen)} it was watched; both under "
-                    f"{t.over_provisioned_percent:.0f} %",
+                    f"{t.over_provisioned_percent:.0f} %" + _unwatched(job, now - life.first_seen),
                     OVER_PROVISIONED_FIX,
                     job.mig_index,
                     round(memory_share, 1),
@@ -376,6 +376,12 @@ class Efficiency:
         for key in [k for k in self._lives if k not in live]:
             del self._lives[key]
         return found
+
+
+def _unwatched(job: ProcessRow, watched: float) -> str:
+    """What of the job's life was not watched, where it had run a while before (its start time is known)."""
+    before = (job.running_seconds or 0.0) - watched
+    return f" (it had run {_span(before)} before that, unwatched)" if before >= 60 else ""
 
 
 def _sm_upper_bound(job: ProcessRow, target: _Target | None) -> tuple[float | None, str]:
