@@ -66,6 +66,12 @@ def test_gpus_json_reports_activity_clock_events_the_link_and_diagnoses(
     assert busy["activity"]["window_seconds"] >= 0.1
     assert busy["clock_events"] == ["sw_power_cap"] and idle["clock_events"] == ["gpu_idle", "sw_power_cap"]
     assert busy["pcie"] == {"gen": 3, "width": 8, "max_gen": 5, "max_width": 16}
+    # the share of the busy readings throttled so far; an idle GPU at its power cap was never busy
+    assert (busy["throttled_percent"], healthy["throttled_percent"], idle["throttled_percent"]) == (
+        100,
+        0,
+        None,
+    )
     assert healthy["activity"]["sm_active"] == 78.0 and healthy["activity"]["tensor_active"] == 61.0
     assert a100["activity"]["basis"] == "none" and a100["activity"]["why_none"] == NO_GPM
     assert all(a100["activity"][k] is None for k in ("sm_active", "tensor_active", "dram_active"))

@@ -120,6 +120,8 @@ def link_line(device: DeviceSample) -> list[str]:
     parts = []
     if device.clock_events is not None:
         parts.append(f"clock events: {', '.join(names(device.clock_events)) or 'none'}")
+    if device.throttled_percent is not None:
+        parts.append(f"throttled {device.throttled_percent:.0f} % of the busy time")
     if device.pcie_gen is not None and device.pcie_width is not None:
         top = f" of Gen{_num(device.pcie_max_gen, 'd', '?')} x{_num(device.pcie_max_width, 'd', '?')}"
         parts.append(f"PCIe Gen{device.pcie_gen} x{device.pcie_width}{top}")

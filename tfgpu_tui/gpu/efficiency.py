@@ -138,12 +138,15 @@ class Efficiency:
         self._lives: dict[tuple[int, float | None, int, int | None], _Life] = {}
         self._throttle_bits: dict[int, int] = {}
         self.pending: set[str] = set()  # diagnoses whose condition holds but whose window is not yet full
+        # GPU -> share of its busy readings throttled over the window so far (the last evaluation's)
+        self.throttled_percent: dict[int, float] = {}
 
     def evaluate(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
     ) -> list[Diagnosis]:
         """The diagnoses that hold now."""
         self.pending = set()
+        self.throttled_percent = {}
         seen: set[tuple[str, int, int | None]] = set()
         jobs = [row for row in processes if is_training_job(row) and not row.own_child]
         found: list[Diagnosis] = []
@@ -273,6 +276,11 @@ class Efficiency:
                 self._throttle_bits[device.index] = self._throttle_bits.get(device.index, 0) | throttling
             evidence = (float(busy), float(bool(throttling)))
         means = self._window(now, seen, "throttled", (device.index, None), evidence)
+        recorded = self._means.get(("throttled", device.index, None))
+        if evidence is not None and recorded is not None:  # the share so far, shown with the GPU
+            so_far_busy, so_far_throttled = recorded.means()
+            if so_far_busy:
+                self.throttled_percent[device.index] = round(100.0 * so_far_throttled / so_far_busy, 1)
         busy_share, throttled_share = means or evidence or (0.0, 0.0)
         share = 100.0 * throttled_share / busy_share if busy_share else 0.0
         if not self._hold("throttled", share >= t.throttled_percent, means):

@@ -148,6 +148,9 @@ class DeviceSample:
     # how well it is used (gpu/efficiency.py): read by NVML where the GPU answers, None where not read
     activity: Activity | None = None
     clock_events: int | None = None  # nvmlClocksEventReason bits now active (gpu/clock_events.py names them)
+    # share of the busy readings over the efficiency window with a power, thermal or slowdown reason (added by
+    # the Sampler; None until the GPU was busy)
+    throttled_percent: float | None = None
     pcie_gen: int | None = None  # the link now (an idle link trains down to save power)
     pcie_width: int | None = None
     pcie_max_gen: int | None = None  # what the card and slot can do

@@ -152,12 +152,16 @@ class Sampler:
             return snapshot
 
     def _with_idle_times(self, reading: GpuReading, rows: list[ProcessRow]) -> tuple[list, list[ProcessRow]]:
-        """Devices with their "0 % for N s" and rows with their "idle N min", as the rules last saw them."""
+        """Devices with their "0 % for N s" and share of busy time throttled, and rows with their "idle N
+        min", as the rules last saw them."""
         zero = self.rules.zero_util_seconds
+        throttled = self.efficiency.throttled_percent
         devices = [
             replace(d, zero_util_seconds=round(zero[d.index], 1)) if d.index in zero else d
             for d in reading.devices
         ]
+        if throttled:
+            devices = [replace(d, throttled_percent=throttled.get(d.index)) for d in devices]
         if self.rules.idle_seconds:
             rows = [
                 replace(row, idle_seconds=round(idle, 1))
