@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu import clock_events
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import Activity, DeviceSample, Diagnosis, ProcessRow
@@ -86,10 +87,6 @@ def is_training_job(row: ProcessRow) -> bool:
     """A training job, as the CPU-fallback and starvation rules count one: a process with TensorFlow loaded
     that holds memory on a GPU (not a tfgpu-tui child)."""
     return bool(row.tensorflow_loaded) and row.gpu_index is not None and bool(row.gpu_memory_mib)
-
-
-def _span(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
 @dataclass(frozen=True)
@@ -197,6 +194,7 @@ class Efficiency:
     def _busy_not_working(self, now: float, device: DeviceSample, seen: set) -> list[Diagnosis]:
         """Utilisation high while few SMs are active: kernels too small for the GPU."""
         t = self.thresholds
+        span = minutes_text(t.window_seconds)
         sm = device.activity.sm_active if device.activity else None
         util = device.utilization_percent
         evidence = (util, sm) if util is not None and sm is not None else None
@@ -214,7 +212,7 @@ class Efficiency:
                 None,
                 f"GPU {device.index} reads {mean_util:.0f} % utilisation, but only {mean_sm:.0f} % of its "
                 "SMs are active: its kernels are too small to fill it",
-                f"means over {_span(t.window_seconds)} of NVML's utilization.gpu (the share of time any "
+                f"means over {span} of NVML's utilization.gpu (the share of time any "
                 "kernel ran) and GPM SM activity (the share of SMs busy); under "
                 f"{t.sm_active_low_percent:.0f} % SM activity is ineffective use (DCGM's guidance)",
                 BUSY_NOT_WORKING_FIX,
@@ -227,6 +225,7 @@ class Efficiency:
     ) -> list[Diagnosis]:
         """A training job on a tensor-core GPU keeps its SMs busy while the tensor cores stay near 0."""
         t = self.thresholds
+        span = minutes_text(t.window_seconds)
         cc = target.compute_capability
         mine = [j for j in jobs if j.gpu_index == target.gpu_index and j.mig_index == target.mig_index]
         activity = target.activity
@@ -255,7 +254,7 @@ class Efficiency:
                 who.pid if who else None,
                 f"{target.label}: {job} keeps {mean_sm:.0f} % of the SMs busy, but the tensor cores work "
                 f"only {mean_tensor:.1f} % of the time: it computes in float32",
-                f"means over {_span(t.window_seconds)} of GPM SM activity and tensor activity (any tensor "
+                f"means over {span} of GPM SM activity and tensor activity (any tensor "
                 f"op) on a GPU with tensor cores (compute capability {cc[0]}.{cc[1]}); near 0 means under "
                 f"{t.tensor_idle_percent:g} %",
                 MIXED_PRECISION_FIX.format(bf16=bf16),
@@ -267,6 +266,7 @@ class Efficiency:
     def _throttled(self, now: float, device: DeviceSample, seen: set) -> list[Diagnosis]:
         """A power or thermal cap (or a hardware slowdown) for a share of the time the GPU was busy."""
         t = self.thresholds
+        span = minutes_text(t.window_seconds)
         util, mask = device.utilization_percent, device.clock_events
         evidence = None
         if util is not None and mask is not None:
@@ -296,7 +296,7 @@ class Efficiency:
                 device.index,
                 None,
                 f"GPU {device.index} was slowed by its {kind} {share:.0f} % of the time it was busy",
-                f"NVML's clock event reasons ({reasons}) in each reading over {_span(t.window_seconds)}, "
+                f"NVML's clock event reasons ({reasons}) in each reading over {span}, "
                 f"counted while utilisation was at least {t.busy_util_percent:.0f} %",
                 fix,
                 value=round(share, 1),
@@ -306,6 +306,7 @@ class Efficiency:
     def _pcie(self, now: float, device: DeviceSample, seen: set) -> list[Diagnosis]:
         """The PCIe link below the card's maximum whenever the GPU was busy (an idle link trains down)."""
         t = self.thresholds
+        span = minutes_text(t.window_seconds)
         gen, width, top_gen, top_width = (
             device.pcie_gen,
             device.pcie_width,
@@ -331,7 +332,7 @@ class Efficiency:
                 f"GPU {device.index}'s PCIe link runs at Gen{gen} x{width} while busy; the card can do "
                 f"Gen{top_gen} x{top_width}",
                 f"NVML's current and maximum PCIe link generation and width, in every reading over "
-                f"{_span(t.window_seconds)} with utilisation at least {t.busy_util_percent:.0f} % (an idle "
+                f"{span} with utilisation at least {t.busy_util_percent:.0f} % (an idle "
                 "link trains down to save power, so it is judged only under load)",
                 PCIE_FIX,
                 value=round(100.0 * (gen * width) / (top_gen * top_width), 1),  # type: ignore[operator]
@@ -374,7 +375,7 @@ class Efficiency:
                     f"{target.memory_total_mib / 1024:.0f} GiB ({memory_share:.0f} %) and "
                     f"{life.sm_percent:.0f} % of its SMs",
                     f"its peak GPU memory and the peak of {life.sm_basis} over the "
-                    f"{_span(now - life.first_seen)} it was watched; both under "
+                    f"{minutes_text(now - life.first_seen)} it was watched; both under "
                     f"{t.over_provisioned_percent:.0f} %" + _unwatched(job, now - life.first_seen),
                     OVER_PROVISIONED_FIX,
                     job.mig_index,
@@ -389,7 +390,7 @@ class Efficiency:
 def _unwatched(job: ProcessRow, watched: float) -> str:
     """What of the job's life was not watched, where it had run a while before (its start time is known)."""
     before = (job.running_seconds or 0.0) - watched
-    return f" (it had run {_span(before)} before that, unwatched)" if before >= 60 else ""
+    return f" (it had run {minutes_text(before)} before that, unwatched)" if before >= 60 else ""
 
 
 def _sm_upper_bound(job: ProcessRow, target: _Target | None) -> tuple[float | None, str]:
