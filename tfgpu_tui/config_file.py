@@ -147,6 +147,13 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "memory_growth_percent", _in(PERCENT), "a TensorFlow process holding this much of a shared GPU"
     ),
+    ConfigKey("efficiency_minutes", _in(MINUTES), "window of the efficiency diagnoses (docs/efficiency.md)"),
+    ConfigKey("busy_util_percent", _in(PERCENT), "utilisation at which a GPU counts as busy"),
+    ConfigKey("sm_active_low_percent", _in(PERCENT), "GPM SM activity below this while busy"),
+    ConfigKey("tensor_idle_percent", _in(PERCENT), "tensor-core activity below this: tensor cores idle"),
+    ConfigKey("throttled_percent", _in(PERCENT), "share of the busy time throttled that is reported"),
+    ConfigKey("over_provisioned_minutes", _in(MINUTES), "how long a job is watched before over-provisioned"),
+    ConfigKey("over_provisioned_percent", _in(PERCENT), "peak memory and SM share below this"),
     ConfigKey(
         "env_check_timeout_seconds", _in(TIMEOUT_SECONDS), "time limit of the TensorFlow environment check"
     ),

@@ -74,6 +74,14 @@ class Settings:
     starvation_util_percent: float = 50.0
     starvation_cpu_percent: float = 80.0  # of one core, as top and psutil count it
     memory_growth_percent: float = 90.0
+    # How well the GPUs are used (gpu/efficiency.py, docs/efficiency.md)
+    efficiency_minutes: float = 2.0  # the window of busy_not_working, tensor_cores_idle, throttled, pcie
+    busy_util_percent: float = 80.0  # utilisation at which a GPU counts as busy
+    sm_active_low_percent: float = 50.0  # GPM SM activity below this is ineffective (DCGM: under 0.5)
+    tensor_idle_percent: float = 5.0  # tensor activity below this is "near 0"
+    throttled_percent: float = 20.0  # share of the busy time throttled that is reported
+    over_provisioned_minutes: float = 10.0  # a training job watched this long ...
+    over_provisioned_percent: float = 25.0  # ... that peaked below this share of memory and SMs
     # Training tab
     log_path: Path = Path("train.log")
     log_path_given: bool = False

@@ -65,6 +65,13 @@ starvation_minutes = 5
 starvation_util_percent = 40
 starvation_cpu_percent = 150
 memory_growth_percent = 85
+efficiency_minutes = 3
+busy_util_percent = 85
+sm_active_low_percent = 40
+tensor_idle_percent = 2
+throttled_percent = 10
+over_provisioned_minutes = 20
+over_provisioned_percent = 30
 env_check_timeout_seconds = 300
 batch_budget_mb = 20000
 least_privilege = true
@@ -105,6 +112,13 @@ def test_file_values_are_applied(config_file: Path) -> None:
     assert (settings.least_privilege, settings.allow_kill, settings.allow_code) == (True, True, True)
     assert settings.log_root == home / "runs"
     assert (settings.checkpoint_max_epochs, settings.checkpoint_max_minutes) == (3, 12.5)
+    assert (settings.efficiency_minutes, settings.busy_util_percent, settings.sm_active_low_percent) == (
+        3,
+        85,
+        40,
+    )
+    assert (settings.tensor_idle_percent, settings.throttled_percent) == (2, 10)
+    assert (settings.over_provisioned_minutes, settings.over_provisioned_percent) == (20, 30)
 
 
 def test_every_documented_key_is_a_settings_field() -> None:
@@ -235,6 +249,13 @@ OUT_OF_RANGE = [
     ("kill_grace_seconds", "nan"),
     ("notify_stall_minutes", "0"),
     ("notify_idle_minutes", "1e9"),
+    ("efficiency_minutes", "0"),
+    ("busy_util_percent", "101"),
+    ("sm_active_low_percent", "0"),
+    ("tensor_idle_percent", "-1"),
+    ("throttled_percent", "100.5"),
+    ("over_provisioned_minutes", "1e9"),
+    ("over_provisioned_percent", "0"),
 ]
 
 

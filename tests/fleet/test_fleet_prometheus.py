@@ -88,7 +88,7 @@ def fleet(fakenvml_lib_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     alpha = tmp / "alpha.txt"
     alpha.write_text(
         'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=37 mem_util=20 temp=45 '
-        "power_mw=250000 mem_clock=3201 pcie_tx_kbs=1200 pcie_rx_kbs=3400\n"
+        "power_mw=250000 mem_clock=3201 pcie_tx_kbs=1200 pcie_rx_kbs=3400 gpm_sm=31 gpm_tensor=12\n"
         'device name="NVIDIA H200" util=5 temp=38 power_mw=90000 pci_bus=0x41\n'
         f"process gpu=0 pid={holder.pid} used_mib=20480 sm=55\n"
     )

@@ -71,6 +71,8 @@ class FakeGpu:
     mig: list[FakeGpu] | None = None  # in MIG mode: its MIG devices (each a FakeGpu with gi/ci)
     gi: int = 0  # a MIG device's GPU instance and compute instance IDs
     ci: int = 0
+    clock_events: int = 0  # nvmlClocksEventReason bits
+    pcie: tuple[int, int, int, int] = (5, 16, 5, 16)  # generation, width now; their maximum
 
 
 class FakePynvml:
@@ -168,6 +170,25 @@ class FakePynvml:
 
     def nvmlDeviceGetPerformanceState(self, h: int) -> int:
         return self._gpu(h, "pstate").pstate
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
+        return self._gpu(h, "clock_events").clock_events
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: int) -> int:
+        return self._gpu(h, "pcie").pcie[0]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: int) -> int:
+        return self._gpu(h, "pcie").pcie[1]
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:
+        return self._gpu(h, "pcie_max").pcie[2]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:
+        return self._gpu(h, "pcie_max").pcie[3]
+
+    def nvmlGpmQueryDeviceSupport(self, h: int) -> SimpleNamespace:
+        self._gpu(h, "gpm")
+        return SimpleNamespace(isSupportedDevice=0)  # GPM is tested against fakenvml, which computes it
 
     # -- MIG ------------------------------------------------------------------------------------------------
     def _is_mig(self, h: int) -> bool:

@@ -15,7 +15,7 @@ from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window
-    from tfgpu_tui.gpu.model import DeviceSample, MigDevice, ProcessRow, Snapshot
+    from tfgpu_tui.gpu.model import Activity, DeviceSample, MigDevice, ProcessRow, Snapshot
     from tfgpu_tui.gpu.sampler import Sampler
 
 CPU_WINDOW_SECONDS = 0.2  # a one-shot's CPU % covers at least this (20 clock ticks: 5 % steps)
@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_WINDOW_SECONDS,
         metavar="SECONDS",
         help="one-shot: when a reading needs confirming (a GPU at 0 %% while a TensorFlow process holds its "
-        "memory, TensorFlow on the CPU), keep sampling this long before answering (default 2; 0: never)",
+        "memory, TensorFlow on the CPU, an efficiency diagnosis), keep sampling this long before answering; "
+        "the diagnoses then rest on that window (default 2; 0: never)",
     )
     parser.set_defaults(func=run)
 
@@ -92,6 +93,41 @@ def device_line(device: DeviceSample) -> str:
     )
 
 
+def activity_line(activity: Activity | None, indent: str = "    ") -> list[str]:
+    """What GPM measured (SM, tensor, DRAM, FP32/FP16, PCIe), or why it could not; nothing where the source
+    does not read it or GPM has its first sample only."""
+    if activity is None or activity.measuring:
+        return []
+    if activity.sm_active is None and activity.basis == "none":
+        return [f"{indent}SM activity: {activity.why_none}"]
+
+    def pct(value: float | None) -> str:
+        return _num(value) + ("" if value is None else " %")
+
+    pcie = f"{_num(activity.pcie_tx_mib_s)}/{_num(activity.pcie_rx_mib_s)} MiB/s"
+    return [
+        f"{indent}activity (GPM): SM {pct(activity.sm_active)} (occupancy {pct(activity.sm_occupancy)}), "
+        f"tensor {pct(activity.tensor_active)} (HMMA {pct(activity.hmma_active)}), DRAM "
+        f"{pct(activity.dram_active)}, FP32 {pct(activity.fp32_active)}, FP16 {pct(activity.fp16_active)}, "
+        f"PCIe TX/RX {pcie}"
+    ]
+
+
+def link_line(device: DeviceSample) -> list[str]:
+    """The clock event reasons now and the PCIe link against its maximum, where NVML gives them."""
+    from tfgpu_tui.gpu.clock_events import names
+
+    parts = []
+    if device.clock_events is not None:
+        parts.append(f"clock events: {', '.join(names(device.clock_events)) or 'none'}")
+    if device.throttled_percent is not None:
+        parts.append(f"throttled {device.throttled_percent:.0f} % of the busy time")
+    if device.pcie_gen is not None and device.pcie_width is not None:
+        top = f" of Gen{_num(device.pcie_max_gen, 'd', '?')} x{_num(device.pcie_max_width, 'd', '?')}"
+        parts.append(f"PCIe Gen{device.pcie_gen} x{device.pcie_width}{top}")
+    return [f"    {'; '.join(parts)}"] if parts else []
+
+
 def mig_lines(device: DeviceSample) -> list[str]:
     """A GPU in MIG mode: why its utilisation (and, unprivileged, memory) is not shown, then one line per MIG
     device: its label, profile, instance IDs, memory and UUID (what CUDA_VISIBLE_DEVICES takes)."""
@@ -100,7 +136,9 @@ def mig_lines(device: DeviceSample) -> list[str]:
     why = "    MIG mode: NVML reports no utilisation in MIG mode"
     if device.memory_used_mib is None:
         why += "; the whole GPU's memory needs privileges: each MIG device's is below"
-    return [why] + [mig_line(mig) for mig in device.mig_devices]
+    return [why] + [
+        line for mig in device.mig_devices for line in (mig_line(mig), *activity_line(mig.activity))
+    ]
 
 
 def mig_line(mig: MigDevice) -> str:
@@ -144,7 +182,12 @@ def render(snapshot: Snapshot) -> str:
     if snapshot.error:
         lines += [f"No GPU to monitor: {snapshot.error.message}", f"  fix: {snapshot.error.fix}"]
     for device in snapshot.devices:
-        lines += [device_line(device), *mig_lines(device)]
+        lines += [
+            device_line(device),
+            *activity_line(device.activity),
+            *link_line(device),
+            *mig_lines(device),
+        ]
     if snapshot.host:
         host = snapshot.host
         lines.append(
@@ -187,16 +230,28 @@ def needs_confirming(snapshot: Snapshot) -> bool:
     )
 
 
+def gpm_gap(snapshot: Snapshot) -> float:
+    """How long to wait before the next sample so that GPM has two samples far enough apart: 0 where no GPU
+    is measuring GPM."""
+    from tfgpu_tui.gpu.nvml import GPM_MIN_SECONDS
+
+    activities = [d.activity for d in snapshot.devices] + [
+        m.activity for d in snapshot.devices for m in d.mig_devices
+    ]
+    return GPM_MIN_SECONDS + 0.01 if any(a is not None and a.measuring for a in activities) else 0.0
+
+
 def _take_confirmed(sampler: Sampler, window: float, baseline: CpuBaseline) -> tuple[Snapshot, float]:
     """One-shot: a sample, then another once the CPU window opened by `baseline` has passed, then more
     until `window` after the first only while a reading needs confirming. Returns the snapshot and the
     seconds spent since the baseline."""
     started = time.monotonic() - max(0.0, time.time() - baseline.taken)
-    sampler.sample()
+    first = sampler.sample()
     deadline = time.monotonic() + window  # the rules' clock started with that sample
-    _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic()))  # 0.01: the clocks differ
+    gpm = gpm_gap(first)
+    _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic(), gpm))  # 0.01: the clocks differ
     snapshot = sampler.sample()
-    while needs_confirming(snapshot) and time.monotonic() < deadline:
+    while (needs_confirming(snapshot) or sampler.efficiency.pending) and time.monotonic() < deadline:
         _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
         snapshot = sampler.sample()
     return snapshot, time.monotonic() - started
@@ -213,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     window = getattr(args, "window", DEFAULT_WINDOW_SECONDS)
     if not args.watch:  # a one-shot answer cannot wait 15 s: the window is the evidence, and it says so
         settings.fallback_seconds = min(settings.fallback_seconds, window)
+        settings.efficiency_minutes = min(settings.efficiency_minutes, window / 60)
     host = None
     if not settings.demo:
         from tfgpu_tui.gpu.processes import HostInspector

@@ -230,8 +230,12 @@ def watch(args, settings, destinations, kinds, host: str) -> int:  # type: ignor
 
     policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
     logs = LogSet(list(args.logs), policy)
+    from tfgpu_tui.gpu.efficiency import Thresholds
+    from tfgpu_tui.gpu.report_card import RunWatch
+
+    runs = RunWatch(Thresholds.from_settings(settings))
     notifier = Notifier(
-        GpuEvents(host, idle), TrainingEvents(host, stall), logs, ledger, kinds, on_event, say
+        GpuEvents(host, idle), TrainingEvents(host, stall), logs, ledger, kinds, on_event, say, runs
     )
     try:
         status = write_status(status_path(), [d.scheme for d in destinations])

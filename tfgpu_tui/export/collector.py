@@ -19,6 +19,7 @@ from prometheus_client.registry import CollectorRegistry
 from tfgpu_tui import __version__
 from tfgpu_tui.alerts import Alert
 from tfgpu_tui.export import names
+from tfgpu_tui.export.efficiency_series import device_families, diagnosis_families, prof_families
 from tfgpu_tui.export.process_series import DEFAULT_TOP, process_series
 from tfgpu_tui.export.training_series import LogState, last_epoch_metrics, training_values
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
@@ -160,7 +161,11 @@ class Exporter:
             return
         if snapshot.error is None:
             yield from dcgm_families(snapshot.devices, state.device_info, self.hostname)
+            labels = dcgm_labels(snapshot.devices, state.device_info, self.hostname)
+            yield from prof_families(snapshot.devices, labels)
+            yield from device_families(snapshot.devices, labels)
             yield from self._gpu_extras(snapshot, state.device_info)
+        yield from diagnosis_families(snapshot.diagnoses)
         yield from self._host(snapshot)
         yield from self._processes(snapshot)
         yield from self._alerts(snapshot.alerts, state.logs)

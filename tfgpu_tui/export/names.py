@@ -57,6 +57,40 @@ MIG_FIELDS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")  # what dcgm-exporte
 # GPU_UTIL / 100 with approximation="nvml_gpu_util" so nobody mistakes it for the real thing.
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 
+
+@dataclass(frozen=True)
+class ProfField:
+    """One dcgm-exporter profiling (DCP) metric and the gpu.model.Activity attribute it is read from: DCGM
+    gives ratios from 0 to 1 (`scale` turns GPM's percent into that) and PCIe in bytes per second."""
+
+    name: str
+    help: str
+    attribute: str
+    scale: float
+
+
+PROF_FIELDS: tuple[ProfField, ...] = (
+    ProfField("DCGM_FI_PROF_SM_ACTIVE", "Ratio of cycles an SM has at least 1 warp assigned (NVML GPM).",
+              "sm_active", 0.01),
+    ProfField("DCGM_FI_PROF_SM_OCCUPANCY", "Ratio of resident warps to the SMs' maximum (NVML GPM).",
+              "sm_occupancy", 0.01),
+    ProfField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles any tensor pipe is active (NVML GPM).",
+              "tensor_active", 0.01),
+    ProfField("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active (NVML GPM).",
+              "dram_active", 0.01),
+    ProfField("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "Ratio of cycles the FP32 pipe is active (NVML GPM).",
+              "fp32_active", 0.01),
+    ProfField("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "Ratio of cycles the FP16 pipe is active (NVML GPM).",
+              "fp16_active", 0.01),
+    ProfField("DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe data transmitted, headers included (in B/s, NVML GPM).",
+              "pcie_tx_mib_s", 2.0**20),
+    ProfField("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe data received, headers included (in B/s, NVML GPM).",
+              "pcie_rx_mib_s", 2.0**20),
+)  # fmt: skip
+CLOCKS_EVENT_REASONS = (
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"  # a bitmask (nvmlClocksEventReason*), as DCGM has it
+)
+
 PREFIX = "tfgpu_"
 EXPORTER_INFO = "tfgpu_exporter_info"
 UP = "tfgpu_up"
@@ -80,6 +114,11 @@ PROCESS_STALE_VRAM = "tfgpu_process_stale_vram_mib"
 # pid: the local PID ("" for another namespace's entry, "other" for a GPU's summed rest); host_pid: NVML's PID
 # where it differs; attribution: how the entry was joined to the process (gpu/attribution.py)
 PROCESS_LABELS = ("gpu", "pid", "user", "notebook", "command", "host_pid", "attribution")
+PCIE_LINK_GEN = "tfgpu_gpu_pcie_link_generation"  # label link: "current" or "max"
+PCIE_LINK_WIDTH = "tfgpu_gpu_pcie_link_width"
+DIAGNOSIS = "tfgpu_diagnosis_active"  # 1 per efficiency diagnosis (gpu/efficiency.py)
+DIAGNOSIS_VALUE = "tfgpu_diagnosis_value"  # the number it rests on (in %)
+DIAGNOSIS_LABELS = ("kind", "gpu", "pid", "subject")
 ALERT = "tfgpu_alert_active"
 ALERT_LABELS = ("kind", "severity", "subject")
 TRAINING_PREFIX = "tfgpu_training_"

@@ -17,7 +17,15 @@ from datetime import datetime
 from tfgpu_tui.alerts import Alert, Severity, ordered
 from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu.history import RollingMeans
-from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, MigDevice, ProcessRow, used_percent
+from tfgpu_tui.gpu.model import (
+    Attribution,
+    DeviceSample,
+    Diagnosis,
+    HostState,
+    MigDevice,
+    ProcessRow,
+    used_percent,
+)
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.sizes import size_text
 
@@ -115,6 +123,7 @@ class AlertRules:
         self.zero_util_seconds: dict[int, float] = {}  # GPU -> seconds at 0 % while TensorFlow holds memory
         self.idle_seconds: dict[ProcessKey, float] = {}  # process -> seconds holding memory at 0 % SM
         self.own_pid_namespace = False  # inside a container: NVML's lists omit other namespaces' processes
+        self.input_bound: list[Diagnosis] = []  # the starvation alerts as diagnoses (gpu/efficiency.py)
 
     def evaluate(self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]) -> list[Alert]:
         """The alerts that hold now: what needs action first (worst first), then advice."""
@@ -305,6 +314,7 @@ class AlertRules:
         utilization = {d.index: d.utilization_percent for d in devices if not d.lost}
         live: set[ProcessKey] = set()
         alerts = []
+        self.input_bound = []
         for row in processes:
             gpu_util = utilization.get(row.gpu_index) if row.gpu_index is not None else None
             if (
@@ -326,6 +336,21 @@ class AlertRules:
             starving = 0 < mean_util < self.settings.starvation_util_percent
             if not (starving and mean_cpu >= self.settings.starvation_cpu_percent):
                 continue
+            self.input_bound.append(
+                Diagnosis(
+                    "input_bound",
+                    row.gpu_index,  # type: ignore[arg-type]
+                    row.pid,
+                    f"PID {row.pid} keeps GPU {row.gpu_index} at {mean_util:.0f} % while it keeps "
+                    f"{mean_cpu:.0f} % CPU busy: its input pipeline cannot feed the GPU",
+                    f"means over {minutes_text(window)} of NVML's utilization.gpu and the process's CPU % "
+                    f"(under {self.settings.starvation_util_percent:.0f} % and at least "
+                    f"{self.settings.starvation_cpu_percent:.0f} %)",
+                    STARVATION_FIX,
+                    row.mig_index,
+                    round(mean_util, 1),
+                )
+            )
             alerts.append(
                 Alert(
                     "input_starvation",

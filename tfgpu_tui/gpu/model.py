@@ -44,6 +44,42 @@ class DeviceInfo:
     minor_number: int | None = None  # N of /dev/nvidiaN (nvmlDeviceGetMinorNumber): never assumed = index
 
 
+MEASURING = "measuring"  # how Activity.why_none starts while GPM has one sample only
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What the GPU (or a MIG GPU instance) really did between two GPM samples (NVML's GPU Performance
+    Monitoring, Hopper or newer): percentages 0-100 of the SMs busy, of the warps resident, of time in
+    tensor, FP32 and FP16 pipes, of DRAM bandwidth, and PCIe MiB/s. A metric the GPU cannot measure is None,
+    with why in `unavailable`; with `basis` "none" nothing was measured and `why_none` says why. Never
+    derived from utilisation."""
+
+    basis: str  # "gpm" | "none"
+    why_none: str = ""
+    sm_active: float | None = None
+    sm_occupancy: float | None = None
+    tensor_active: float | None = None
+    hmma_active: float | None = None
+    dram_active: float | None = None
+    fp32_active: float | None = None
+    fp16_active: float | None = None
+    pcie_tx_mib_s: float | None = None
+    pcie_rx_mib_s: float | None = None
+    window_seconds: float | None = None  # between the two samples
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def measuring(self) -> bool:
+        """GPM is there but has only its first sample: the numbers come with the next reading."""
+        return self.basis == "none" and self.why_none.startswith(MEASURING)
+
+
+def no_activity(why: str) -> Activity:
+    """Activity that was not measured, and why."""
+    return Activity("none", why)
+
+
 def used_percent(used: float | None, total: float | None) -> float | None:
     """`used` as a percentage of `total`, when both are known."""
     if used is None or not total:
@@ -68,6 +104,7 @@ class MigDevice:
     memory_total_mib: float | None
     lost: bool = False
     unavailable: dict[str, str] = field(default_factory=dict)
+    activity: Activity | None = None  # its GPU instance's (shared by the instance's compute instances)
 
     @property
     def label(self) -> str:
@@ -108,6 +145,17 @@ class DeviceSample:
     minor_number: int | None = None  # N of /dev/nvidiaN: joins the GPU to the device files processes hold
     mig_mode: bool = False  # in MIG mode: the work runs on `mig_devices`, utilisation is not reported
     mig_devices: tuple[MigDevice, ...] = ()
+    # how well it is used (gpu/efficiency.py): read by NVML where the GPU answers, None where not read
+    activity: Activity | None = None
+    clock_events: int | None = None  # nvmlClocksEventReason bits now active (gpu/clock_events.py names them)
+    # share of the busy readings over the efficiency window with a power, thermal or slowdown reason (added by
+    # the Sampler; None until the GPU was busy)
+    throttled_percent: float | None = None
+    pcie_gen: int | None = None  # the link now (an idle link trains down to save power)
+    pcie_width: int | None = None
+    pcie_max_gen: int | None = None  # what the card and slot can do
+    pcie_max_width: int | None = None
+    compute_capability: tuple[int, int] | None = None
 
     @property
     def memory_percent(self) -> float | None:
@@ -255,6 +303,29 @@ class HostStats:
 
 
 @dataclass(frozen=True)
+class Diagnosis:
+    """Why a GPU (or a job on it) is not used better, in plain words: `kind` (gpu/efficiency.py's KINDS), the
+    GPU (and MIG device) and process it is about, a one-line `summary` with its number, the `basis` (which
+    metrics over which window) and the `fix`."""
+
+    kind: str
+    gpu_index: int
+    pid: int | None
+    summary: str
+    basis: str
+    fix: str
+    mig_index: int | None = None
+    value: float | None = None  # the number it rests on (a percentage), for the exporter
+
+    @property
+    def subject(self) -> str:
+        """What it is about as alerts name it: `PID 4242`, `GPU 0` or `GPU 0:2`."""
+        if self.pid is not None:
+            return f"PID {self.pid}"
+        return f"GPU {self.gpu_index}" + ("" if self.mig_index is None else f":{self.mig_index}")
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one refresh knows; the monitor tab, the header, alerts and `gpus --json` read it."""
 
@@ -268,3 +339,4 @@ class Snapshot:
     alerts: list[Alert]
     sample_ms: float = 0.0
     processes_pending: bool = False  # the GPUs alone were read (Sampler.sample): processes follow
+    diagnoses: list[Diagnosis] = field(default_factory=list)  # how well the GPUs are used (gpu/efficiency.py)

@@ -8,6 +8,9 @@
 - GpuIsLost marks the device lost for the rest of the session; the other GPUs carry on.
 - Compute and graphics process lists are merged per GPU (a PID in both is one process); per-process SM %
   comes from nvmlDeviceGetProcessUtilization with nvtop's sanity filter.
+- Where GPM is supported (Hopper or newer), each read takes a GPM sample of every GPU (in MIG mode: of every
+  GPU instance) and computes SM, tensor, DRAM, FP and PCIe activity against the previous one, so GPM is read
+  at the caller's pace and never faster than every 100 ms (docs/efficiency.md).
 """
 
 from __future__ import annotations
@@ -19,7 +22,16 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, DriverInfo, MigDevice, NvmlUnavailable
+from tfgpu_tui.gpu.model import (
+    MEASURING,
+    Activity,
+    DeviceInfo,
+    DeviceSample,
+    DriverInfo,
+    MigDevice,
+    NvmlUnavailable,
+    no_activity,
+)
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, PastSample
 
 MIB = 2**20
@@ -36,6 +48,7 @@ FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 LIB_RM_VERSION_MISMATCH = 18
 
+INVALID_ARGUMENT = 2
 PERMANENT_REASONS = {
     NOT_SUPPORTED: "not supported by this GPU",
     FUNCTION_NOT_FOUND: "not offered by this driver (older than nvidia-ml-py)",
@@ -86,6 +99,43 @@ def mig_parent_reasons(unavailable: dict[str, str]) -> dict[str, str]:
     return reasons
 
 
+# Activity field -> NVML GPM metric id (nvml.h NVML_GPM_METRIC_*): only what the screen, the exporter and the
+# diagnoses use
+GPM_METRICS = {
+    "sm_active": 2,  # SM_UTIL
+    "sm_occupancy": 3,  # SM_OCCUPANCY
+    "tensor_active": 5,  # ANY_TENSOR_UTIL
+    "hmma_active": 7,  # HMMA_TENSOR_UTIL
+    "dram_active": 10,  # DRAM_BW_UTIL
+    "fp32_active": 12,  # FP32_UTIL
+    "fp16_active": 13,  # FP16_UTIL
+    "pcie_tx_mib_s": 20,  # PCIE_TX_PER_SEC
+    "pcie_rx_mib_s": 21,  # PCIE_RX_PER_SEC
+}
+GPM_MIN_SECONDS = 0.11  # nvml.h: the samples "should be" more than 100 ms apart (10 ms for clock jitter)
+NO_GPM = "not measurable on this GPU (GPM needs Hopper or newer)"
+GPM_OLD_DRIVER = "not measurable with this driver or nvidia-ml-py (GPM needs driver 520 or newer)"
+GPM_MEASURING = f"{MEASURING}: GPM compares two samples at least 100 ms apart, and this is the first"
+GPM_MIG_PARENT = "in MIG mode each GPU instance's activity is measured on its MIG devices"
+
+
+def gpm_refusal(exc: Exception) -> str:
+    """Why GPM cannot measure, from the error of a GPM call."""
+    value = getattr(exc, "value", None)
+    if value == NOT_SUPPORTED:
+        return NO_GPM
+    if value == FUNCTION_NOT_FOUND or isinstance(exc, AttributeError):
+        return GPM_OLD_DRIVER
+    if value in PERMANENT_REASONS:
+        return f"not measurable: GPM {PERMANENT_REASONS[value]}"
+    return f"not measurable: GPM support could not be read ({exc})"
+
+
+def _mig_sampler(nvml: ModuleType, handle: Any, gpu_instance: int) -> Callable[[Any], Any]:
+    """Fills a GPM sample buffer with one GPU instance's counters."""
+    return lambda sample: nvml.nvmlGpmMigSampleGet(handle, gpu_instance, sample)
+
+
 class _Lost(Exception):
     """The GPU answered GpuIsLost."""
 
@@ -102,6 +152,86 @@ class _Device:
     unsupported: dict[str, str] = field(default_factory=dict)
     last_seen_us: int = 0
     mig: list[_Mig] | None = None  # in MIG mode: its MIG devices (each a CUDA device of its own)
+    gpm: _Gpm | None = None  # where GPM is supported: its pair of samples
+    gpm_why_none: str = NO_GPM
+    pcie_max: tuple[int | None, int | None] = (None, None)  # generation, width
+
+
+@dataclass
+class _Gpm:
+    """A pair of GPM sample buffers of one GPU or GPU instance: each `activity()` takes a new sample and
+    compares it with the previous one (at least GPM_MIN_SECONDS older)."""
+
+    nvml: ModuleType
+    take: Callable[[Any], Any]  # fills a sample buffer (nvmlGpmSampleGet or nvmlGpmMigSampleGet)
+    clock: Callable[[], float] = time.monotonic
+    buffers: list[Any] = field(default_factory=list)
+    previous: Any = None
+    taken_at: float = 0.0
+    last: Activity = field(default_factory=lambda: no_activity(GPM_MEASURING))
+    failed: str | None = None  # a permanent failure: GPM stays off
+
+    def activity(self) -> Activity:
+        """The activity since the previous sample (the last one again if that is under 100 ms old)."""
+        if self.failed:
+            return no_activity(self.failed)
+        now = self.clock()
+        if self.previous is not None and now - self.taken_at <= GPM_MIN_SECONDS:
+            return self.last
+        nvml = self.nvml
+        try:
+            if not self.buffers:
+                self.buffers = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
+            sample = self.buffers[1] if self.previous is self.buffers[0] else self.buffers[0]
+            self.take(sample)
+        except Exception as exc:
+            return self._failed(exc)
+        if self.previous is None:
+            self.previous, self.taken_at = sample, now
+            return self.last
+        try:
+            self.last = self._compare(self.previous, sample, now - self.taken_at)
+        except Exception as exc:
+            self.last = no_activity(f"GPM could not compare its samples: {exc}")
+        self.previous, self.taken_at = sample, now
+        return self.last
+
+    def _failed(self, exc: Exception) -> Activity:
+        value = getattr(exc, "value", None)
+        if value == GPU_IS_LOST:
+            raise _Lost from None
+        if value in PERMANENT_REASONS or isinstance(exc, AttributeError):
+            self.failed = gpm_refusal(exc)
+        return no_activity(self.failed or f"GPM sample failed: {exc}")
+
+    def _compare(self, first: Any, second: Any, seconds: float) -> Activity:
+        """nvmlGpmMetricsGet over two samples: each metric's value, or None with NVML's reason."""
+        nvml = self.nvml
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(GPM_METRICS)
+        request.sample1, request.sample2 = first, second
+        for slot, metric in enumerate(GPM_METRICS.values()):
+            request.metrics[slot].metricId = metric
+        nvml.nvmlGpmMetricsGet(request)
+        values: dict[str, float | None] = {}
+        unavailable: dict[str, str] = {}
+        for slot, name in enumerate(GPM_METRICS):
+            entry = request.metrics[slot]
+            if entry.nvmlReturn == 0:
+                values[name] = round(float(entry.value), 2)
+            else:
+                values[name] = None
+                code = int(entry.nvmlReturn)
+                unavailable[name] = PERMANENT_REASONS.get(code, f"NVML error {code}")
+        return Activity("gpm", "", **values, window_seconds=round(seconds, 3), unavailable=unavailable)
+
+    def close(self) -> None:
+        """Free the sample buffers."""
+        for buffer in self.buffers:
+            with contextlib.suppress(Exception):
+                self.nvml.nvmlGpmSampleFree(buffer)
+        self.buffers, self.previous = [], None
 
 
 @dataclass
@@ -265,6 +395,11 @@ class NvmlSource:
             mode = self._query(device, "mig_mode", lambda: nvml.nvmlDeviceGetMigMode(handle))
             if mode is not None and int(mode[0]) == 1:
                 device.mig = self._open_mig_devices(nvml, device)
+            device.pcie_max = (
+                self._query(device, "pcie_max_gen", lambda: nvml.nvmlDeviceGetMaxPcieLinkGeneration(handle)),
+                self._query(device, "pcie_max_width", lambda: nvml.nvmlDeviceGetMaxPcieLinkWidth(handle)),
+            )
+            self._open_gpm(nvml, device)
         except _Lost:
             device.lost = True
             return device
@@ -280,6 +415,37 @@ class NvmlSource:
             int(minor) if isinstance(minor, int) else None,
         )
         return device
+
+    def _open_gpm(self, nvml: ModuleType, device: _Device) -> None:
+        """Whether the GPU supports GPM; if so, a sample pair for it, or in MIG mode one per GPU instance
+        (shared by the instance's MIG devices)."""
+        try:
+            supported = bool(nvml.nvmlGpmQueryDeviceSupport(device.handle).isSupportedDevice)
+        except Exception as exc:
+            value = getattr(exc, "value", None)
+            if value == GPU_IS_LOST:
+                raise _Lost from None
+            device.gpm_why_none = gpm_refusal(exc)
+            return
+        if not supported:
+            return
+        if device.mig is None:
+            device.gpm = _Gpm(nvml, lambda sample: nvml.nvmlGpmSampleGet(device.handle, sample))
+            return
+        device.gpm_why_none = GPM_MIG_PARENT
+        instances: dict[int, _Gpm] = {}
+        for mig in device.mig:
+            gi = mig.gpu_instance_id
+            if gi is None:
+                mig.gpm_why_none = "not measurable: its GPU instance ID is unknown"
+                continue
+            if gi not in instances:
+                instances[gi] = _Gpm(nvml, _mig_sampler(nvml, device.handle, gi))
+            mig.gpm = instances[gi]
+
+    def _activity(self, device: _Device) -> Activity:
+        """The GPU's (or MIG device's) activity since the last read, or why there is none."""
+        return device.gpm.activity() if device.gpm is not None else no_activity(device.gpm_why_none)
 
     def _open_mig_devices(self, nvml: ModuleType, parent: _Device) -> list[_Mig]:
         """The MIG devices of a GPU in MIG mode, with their static facts (name, UUID, instance IDs)."""
@@ -313,19 +479,21 @@ class NvmlSource:
         transient: dict[str, str] = {}
         memory = None
         processes: list[GpuProcess] = []
+        activity = None
         if not mig.lost:
             try:
                 read = nvml.nvmlDeviceGetMemoryInfo
                 memory = self._query(mig, "memory", lambda: read(mig.handle), transient)
                 processes = [replace(p, mig_index=mig.mig_index, sm_percent=None)
                              for p in self._processes(mig, transient, utilization=False)]  # fmt: skip
+                activity = self._activity(mig)
             except _Lost:
                 mig.lost = True
         sample = MigDevice(
             mig.index, mig.mig_index, mig.name, mig_profile(mig.name), mig.uuid, mig.gpu_instance_id,
             mig.compute_instance_id, memory.used / MIB if memory is not None else None,
             memory.total / MIB if memory is not None else None, mig.lost,
-            {"utilization": MIG_UTILIZATION, **mig.unsupported, **transient},
+            {"utilization": MIG_UTILIZATION, **mig.unsupported, **transient}, activity,
         )  # fmt: skip
         return sample, processes
 
@@ -414,6 +582,10 @@ class NvmlSource:
             processes = self._processes(device, transient) if device.mig is None else []
             migs = [self._read_mig(mig) for mig in device.mig or []]
             extra = self._extended_readings(device, query) if self._extended else {}
+            events = query("clock_events", lambda: self._clock_events(handle))
+            link_gen = query("pcie_gen", lambda: nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle))
+            link_width = query("pcie_width", lambda: nvml.nvmlDeviceGetCurrPcieLinkWidth(handle))
+            activity = self._activity(device)
         except _Lost:
             device.lost = True
             return self._empty_sample(device), []
@@ -436,6 +608,13 @@ class NvmlSource:
             memory_util_percent=float(util.memory) if util is not None else None,
             memory_free_mib=memory.free / MIB if memory is not None else None,
             minor_number=info.minor_number if info else None,
+            activity=activity,
+            clock_events=int(events) if events is not None else None,
+            pcie_gen=int(link_gen) if link_gen is not None else None,
+            pcie_width=int(link_width) if link_width is not None else None,
+            pcie_max_gen=device.pcie_max[0],
+            pcie_max_width=device.pcie_max[1],
+            compute_capability=info.compute_capability if info else None,
             **extra,
         )
         if device.mig is not None:
@@ -447,6 +626,14 @@ class NvmlSource:
             )
             processes = [p for _, mig_processes in migs for p in mig_processes]
         return sample, processes
+
+    def _clock_events(self, handle: Any) -> int:
+        """The clock event reasons now active (nvidia-ml-py before 12.535 names them throttle reasons)."""
+        nvml = self._nvml
+        read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        if read is None:
+            read = getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons")  # noqa: B009 (mypy: Optional)
+        return int(read(handle))
 
     def _extended_readings(self, device: _Device, query: Callable[[str, Callable[[], Any]], Any]) -> dict:
         """Memory clock, total energy and PCIe throughput (four more calls per GPU) as DeviceSample fields."""
@@ -542,7 +729,10 @@ class NvmlSource:
         return result
 
     def close(self) -> None:
-        """Shut NVML down."""
+        """Free the GPM samples and shut NVML down."""
+        for device in self._devices:
+            for gpm in {id(d.gpm): d.gpm for d in [device, *(device.mig or [])] if d.gpm}.values():
+                gpm.close()
         if self._started:
             self._shutdown()
             self._started = False

@@ -13,9 +13,10 @@ from dataclasses import replace
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.alert_rules import AlertRules
+from tfgpu_tui.gpu.efficiency import Efficiency, Thresholds, diagnosis_alert
 from tfgpu_tui.gpu.history import History
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
-from tfgpu_tui.gpu.model import Attribution, HostState, NvmlUnavailable, ProcessRow, Snapshot
+from tfgpu_tui.gpu.model import Attribution, Diagnosis, HostState, NvmlUnavailable, ProcessRow, Snapshot
 from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost, SignalResult
 from tfgpu_tui.settings import Settings
 
@@ -72,6 +73,7 @@ class Sampler:
         self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
+        self.efficiency = Efficiency(Thresholds.from_settings(settings))
         if self._host is not None:
             self.rules.own_pid_namespace = self._host.own_pid_namespace
         self.last: Snapshot | None = None
@@ -130,6 +132,8 @@ class Sampler:
             rows.sort(key=_row_order)
             self.history.add(now, reading.devices)
             alerts = self._alerts(reading, now, rows) if processes else self._error_alert(reading)
+            diagnoses = self._diagnoses(reading, now, rows) if processes else []
+            alerts += [diagnosis_alert(d) for d in diagnoses if d.kind != "input_bound"]
             devices, rows = self._with_idle_times(reading, rows)
             snapshot = Snapshot(
                 timestamp=now,
@@ -142,17 +146,22 @@ class Sampler:
                 alerts=alerts,
                 sample_ms=(self.timer() - started) * 1000,
                 processes_pending=not processes,
+                diagnoses=diagnoses,
             )
             self.last = snapshot
             return snapshot
 
     def _with_idle_times(self, reading: GpuReading, rows: list[ProcessRow]) -> tuple[list, list[ProcessRow]]:
-        """Devices with their "0 % for N s" and rows with their "idle N min", as the rules last saw them."""
+        """Devices with their "0 % for N s" and share of busy time throttled, and rows with their "idle N
+        min", as the rules last saw them."""
         zero = self.rules.zero_util_seconds
+        throttled = self.efficiency.throttled_percent
         devices = [
             replace(d, zero_util_seconds=round(zero[d.index], 1)) if d.index in zero else d
             for d in reading.devices
         ]
+        if throttled:
+            devices = [replace(d, throttled_percent=throttled.get(d.index)) for d in devices]
         if self.rules.idle_seconds:
             rows = [
                 replace(row, idle_seconds=round(idle, 1))
@@ -181,6 +190,14 @@ class Sampler:
                 ProcessRow(p.pid, p.gpu_index, p.memory_mib, p.sm_percent, HostState.NO_PERMISSION)
                 for p in reading.processes
             ]
+
+    def _diagnoses(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Diagnosis]:
+        """How well the GPUs are used: the starvation rule's input_bound, then the efficiency diagnoses."""
+        try:
+            watched = [row for row in rows if not row.own_child]
+            return self.rules.input_bound + self.efficiency.evaluate(now, reading.devices, watched)
+        except Exception:  # a rule's bug must not take the dashboard down
+            return []
 
     def _error_alert(self, reading: GpuReading) -> list[Alert]:
         """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""

@@ -68,12 +68,13 @@ class TrainingEvents:
         self.host = host
         self.stall_seconds = stall_seconds
 
-    def evaluate(self, reading: LogReading) -> list[Event]:
+    def evaluate(self, reading: LogReading, card: str | None = None) -> list[Event]:
+        """The events that hold; `card`: the run's report card, added to its "finished" message."""
         run = reading.run
         events = [
             event
             for event in (
-                self._finished(reading),
+                self._finished(reading, card),
                 self._crashed(reading),
                 self._nan(reading),
                 self._stalled(reading),
@@ -91,7 +92,7 @@ class TrainingEvents:
         key = f"{kind.value}:{reading.path}:{occurrence}"
         return Event(kind, key, self.host, subject(reading), message, fix)
 
-    def _finished(self, reading: LogReading) -> Event | None:
+    def _finished(self, reading: LogReading, card: str | None = None) -> Event | None:
         run = reading.run
         reason = run.finish_reason()
         epochs = run.latest_fit_epochs()
@@ -103,6 +104,8 @@ class TrainingEvents:
         if last.metrics:
             message += f": {metrics_text(last)}"
         message += f". Wall time {format_seconds(wall_time(epochs))}."
+        if card:
+            message += f" {card}"
         return self._event(EventKind.FINISHED, reading, f"{last.fit_run}:{last.line_number}", message, "")
 
     def _crash_problem(self, reading: LogReading) -> Problem | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.gpu.report_card import RunWatch
 from tfgpu_tui.notify.events import Event, EventKind
 from tfgpu_tui.notify.gpu_events import GpuEvents
 from tfgpu_tui.notify.logs import LogSet
@@ -25,6 +26,7 @@ class Notifier:
         enabled: the event kinds to send.
         on_event: called with each event to send (print it, queue it for delivery).
         report: prints one line on stderr.
+        runs: the report cards of the logs' writers (a run's "finished" message carries its own).
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class Notifier:
         enabled: tuple[EventKind, ...],
         on_event: Callable[[Event], None],
         report: Callable[[str], None],
+        runs: RunWatch | None = None,
     ) -> None:
         self.gpus = gpus
         self.training = training
@@ -44,6 +47,7 @@ class Notifier:
         self.enabled = frozenset(enabled)
         self.on_event = on_event
         self.report = report
+        self.runs = runs
         self._save_failed = False
         self._gpu_error_said = False
 
@@ -56,8 +60,12 @@ class Notifier:
             self._gpu_error_said = True
             self.report(f"no GPU to watch ({snapshot.error.message}); watching the training logs")
         events = self.gpus.evaluate(snapshot, self.logs.last_growth())
+        writers = {reading.writer.pid for reading in readings if reading.writer is not None}
+        if self.runs is not None and snapshot.error is None:
+            self.runs.observe(snapshot, writers)
         for reading in readings:
-            events += self.training.evaluate(reading)
+            card = self.runs.card(reading.writer.pid) if self.runs and reading.writer else None
+            events += self.training.evaluate(reading, card)
         return [event for event in events if event.kind in self.enabled]
 
     def step(self, snapshot: Snapshot) -> list[Event]:

@@ -263,6 +263,9 @@ class TfgpuApp(App[None]):
         """Take the snapshot's alerts; one of the GPUs alone (the first) has the feed read their processes
         as soon as it is drawn, not at its next period."""
         self._take_gpu_alerts(snapshot)
+        if not snapshot.processes_pending:
+            for tab in self._tabs.values():
+                tab.observe_gpus(snapshot)  # the Training tab's report card
         if snapshot.processes_pending:
             self.call_after_refresh(self.feed.sample_soon)
 

@@ -453,20 +453,30 @@ class MonitorTab(DashboardTab):
         return panel.selected if panel.has_focus else None
 
     def action_explain(self) -> None:
-        """Jump to the Environment finding behind an alert: the one selected in the alerts list, else the
-        selected process's, else the first."""
+        """Explain an alert: an efficiency diagnosis in a window of its own, else jump to the Environment
+        finding behind it. The one selected in the alerts list, else the selected process's, else the
+        first."""
+        from tfgpu_tui.ui.diagnosis_screen import DiagnosisScreen, is_diagnosis
+
         focused = self._focused_alert()
+        if focused is not None and is_diagnosis(focused):
+            self.app.push_screen(DiagnosisScreen(focused))
+            return
         if focused is not None and focused.link:
             self.post_message(ShowTab.from_link(focused.link))
             return
-        alerts = [alert for alert in (self.snapshot.alerts if self.snapshot else []) if alert.link]
+        every = self.snapshot.alerts if self.snapshot else []
+        alerts = [alert for alert in every if alert.link or is_diagnosis(alert)]
         if not alerts:
-            self.notify("No alert here links to an Environment finding.", severity="information")
+            self.notify("No alert here has an explanation.", severity="information")
             return
         selected = self.query_one(ProcessTable).selected
         subject = f"PID {selected.process.pid}" if selected is not None else ""
         alert = next((alert for alert in alerts if alert.subject == subject), alerts[0])
-        self.post_message(ShowTab.from_link(alert.link))
+        if is_diagnosis(alert):
+            self.app.push_screen(DiagnosisScreen(alert))
+        else:
+            self.post_message(ShowTab.from_link(alert.link))
 
     # --- log -----------------------------------------------------------------------------------------------
 

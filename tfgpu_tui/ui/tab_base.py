@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from tfgpu_tui.settings import Settings
 
 if TYPE_CHECKING:
+    from tfgpu_tui.gpu.model import Snapshot
     from tfgpu_tui.gpu.simulated import SimulatedSource
 
 
@@ -33,6 +34,9 @@ class DashboardTab(Vertical):
 
     def release_files(self) -> None:
         """Remove what the tab wrote that would outlive the process (none by default)."""
+
+    def observe_gpus(self, snapshot: Snapshot) -> None:
+        """A whole GPU snapshot of the app's feed, for a tab that keeps something of it (none by default)."""
 
     def on_resize(self, event: events.Resize) -> None:
         """Keep the ``-narrow`` and ``-short`` classes in step with the terminal's size."""

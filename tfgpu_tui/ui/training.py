@@ -24,6 +24,9 @@ from textual.worker import get_current_worker
 
 from tfgpu_tui.access import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.gpu.efficiency import Thresholds
+from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.gpu.report_card import RunWatch
 from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
@@ -148,6 +151,8 @@ class TrainingTab(DashboardTab):
         self.candidates: list[LogCandidate] = []
         self.demo: DemoTrainingLog | None = None
         self._alert_key: tuple = ()
+        self.runs = RunWatch(Thresholds.from_settings(settings))  # what the writers did on the GPUs
+        self.card: str | None = None  # the ended run's efficiency, once it has ended
 
     def compose(self) -> ComposeResult:
         with Vertical(id="training-head"):
@@ -213,6 +218,7 @@ class TrainingTab(DashboardTab):
         self.writer_pid = writer_pid
         self.run = None
         self.oversight = None
+        self.card = None
         self.query_one(RunStatus).say(f"Opening {path} ...")
         self.query_one(RunContext).update("")
         self._follow_worker(path, self._new_oversight(path, writer_pid))
@@ -307,7 +313,21 @@ class TrainingTab(DashboardTab):
         )
 
     def _draw_context(self, oversight: OversightState) -> None:
-        self.query_one(RunContext).show(oversight, self.is_simulated())
+        self.query_one(RunContext).show(oversight, self.is_simulated(), self.card)
+
+    def observe_gpus(self, snapshot: Snapshot) -> None:
+        """A GPU snapshot from the app's feed: what the log's writer did on its GPU goes into the run's report
+        card, shown once the run has ended as planned (gpu/report_card.py)."""
+        oversight, run = self.oversight, self.run
+        writer = oversight.writer if oversight is not None else None
+        if writer is None or snapshot.error is not None or self.is_simulated():
+            return
+        self.runs.observe(snapshot, {writer.pid})
+        reason = run.finish_reason() if run is not None else None
+        card = self.runs.card(writer.pid) if reason is not None and reason.normal else None
+        if card != self.card and oversight is not None:
+            self.card = card
+            self._draw_context(oversight)
 
     def _draw_progress(self, run: TrainingSnapshot) -> None:
         bar = self.query_one("#training-steps", ProgressBar)

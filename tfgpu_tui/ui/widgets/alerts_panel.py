@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.gpu.efficiency import KINDS as DIAGNOSIS_KINDS
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 from tfgpu_tui.ui.widgets.row_list import RowList, cursor_bindings
@@ -88,7 +89,7 @@ def action_key(alert: Alert) -> str:
     """The key that acts on the alert: `k` kills the process it names, `e` explains a linked finding."""
     if alert.subject.startswith("PID ") and alert.kind in {"stale_vram", "cpu_fallback", "input_starvation"}:
         return "k kill"
-    if alert.link:
+    if alert.link or alert.kind in DIAGNOSIS_KINDS:
         return "e explain"
     return ""
 

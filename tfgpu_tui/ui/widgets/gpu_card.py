@@ -7,7 +7,14 @@ from textual.widgets import Static
 
 from tfgpu_tui.gpu.model import DeviceSample
 from tfgpu_tui.sizes import gib_figure
-from tfgpu_tui.ui.widgets.gpu_format import bar, level_style, number_text, zero_util_text
+from tfgpu_tui.ui.widgets.gpu_format import (
+    activity_reason,
+    activity_text,
+    bar,
+    level_style,
+    number_text,
+    zero_util_text,
+)
 from tfgpu_tui.ui.widgets.history_plot import MEMORY_COLOR, UTILIZATION_COLOR
 
 BAR_WIDTH = 16
@@ -39,6 +46,8 @@ def render_card(sample: DeviceSample) -> Text:
     zero = zero_util_text(sample.zero_util_seconds)  # 0 % while TensorFlow holds memory, live from the start
     if zero:
         text.append(f" {zero}", style="bold yellow")
+    else:  # what the SMs and tensor cores really did (GPM), beside what utilisation says
+        text.append_text(activity_text(sample.activity))
     memory = sample.memory_percent
     text.append("\nMem  ", style=f"bold {MEMORY_COLOR}")
     text.append_text(bar(memory, BAR_WIDTH, level_style(memory, warn=80.0, critical=95.0)))
@@ -52,10 +61,12 @@ def render_card(sample: DeviceSample) -> Text:
 
 
 def unavailable_tooltip(sample: DeviceSample) -> str | None:
-    """Why each N/A field is missing, one per line; None when every field was read."""
-    if not sample.unavailable:
-        return None
-    return "\n".join(f"{name}: {why}" for name, why in sorted(sample.unavailable.items()))
+    """Why each N/A field is missing, one per line (SM activity first); None when every field was read."""
+    lines = [f"{name}: {why}" for name, why in sorted(sample.unavailable.items())]
+    why_no_activity = activity_reason(sample.activity)
+    if why_no_activity:
+        lines.insert(0, f"SM activity: {why_no_activity}")
+    return "\n".join(lines) or None
 
 
 class GpuCard(Static):
@@ -71,7 +82,10 @@ class GpuCard(Static):
         """Display this sample (skipped when identical to the last one)."""
         if sample == self._last:
             return
-        if self._last is None or sample.unavailable != self._last.unavailable:
+        if self._last is None or (sample.unavailable, activity_reason(sample.activity)) != (
+            self._last.unavailable,
+            activity_reason(self._last.activity),
+        ):
             self.tooltip = unavailable_tooltip(sample)
         self._last = sample
         self.set_class(sample.lost, "-lost")

@@ -9,7 +9,7 @@ from textual.widget import Widget
 
 from tfgpu_tui.gpu.model import DeviceSample, MigDevice
 from tfgpu_tui.sizes import gib_figure
-from tfgpu_tui.ui.widgets.gpu_format import bar, level_style, number_text, zero_util_text
+from tfgpu_tui.ui.widgets.gpu_format import activity_text, bar, level_style, number_text, zero_util_text
 
 NAME_WIDTH = 14
 MIN_BAR, MAX_BAR = 4, 30
@@ -49,6 +49,7 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
     memory = f"{gib_figure(sample.memory_used_mib)}/{gib_figure(sample.memory_total_mib)}G"
     zero = zero_util_text(sample.zero_util_seconds)  # 0 % while TensorFlow holds memory
     zero = f" {zero}" if zero else ""
+    activity = Text() if zero else activity_text(sample.activity, tensor=False)
     tail = f" {number_text(sample.temperature_c, '°C'):>5} {number_text(sample.power_w)}/"
     tail += f"{number_text(sample.power_limit_w)}W"
     fixed = (
@@ -56,6 +57,7 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
         + NAME_WIDTH
         + len(" Util ")
         + len(f" {util:>4}{zero}")
+        + len(activity)
         + len(" Mem ")
         + len(f" {memory:>11}")
         + len(tail)
@@ -66,6 +68,7 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
     text.append_text(bar(util_value, bar_width, level_style(util_value)))
     text.append(f" {util:>4}")
     text.append(zero, style="bold yellow")
+    text.append_text(activity)
     text.append(" Mem ", style="bold")
     text.append_text(bar(mem_value, bar_width, level_style(mem_value, warn=80.0, critical=95.0)))
     text.append(f" {memory:>11}")
@@ -83,9 +86,11 @@ def render_mig_line(mig: MigDevice, width: int) -> Text:
         return text
     ids = f" GI {number_text(mig.gpu_instance_id)} CI {number_text(mig.compute_instance_id)}"
     memory = f"{gib_figure(mig.memory_used_mib)}/{gib_figure(mig.memory_total_mib)}G"
-    fixed = len(text) + len(ids) + len(" Mem ") + len(f" {memory:>11}")
+    activity = activity_text(mig.activity, tensor=False)  # its GPU instance's (GPM)
+    fixed = len(text) + len(ids) + len(activity) + len(" Mem ") + len(f" {memory:>11}")
     bar_width = max(MIN_BAR, min(2 * MAX_BAR, width - fixed))
     text.append(ids, style="dim")
+    text.append_text(activity)
     text.append(" Mem ", style="bold")
     percent = mig.memory_percent
     text.append_text(bar(percent, bar_width, level_style(percent, warn=80.0, critical=95.0)))

@@ -7,6 +7,7 @@ from functools import lru_cache
 from rich.text import Text
 
 from tfgpu_tui.durations import minutes_text, running_text
+from tfgpu_tui.gpu.model import Activity
 
 NA = "N/A"
 BAR_FULL = "█"
@@ -62,3 +63,25 @@ def bar(percent: float | None, width: int, style: str) -> Text:
     text = Text(BAR_FULL * filled, style=style)
     text.append(BAR_EMPTY * (width - filled), style="dim")
     return text
+
+
+def activity_text(activity: Activity | None, tensor: bool = True) -> Text:
+    """GPM's SM (and tensor-core) activity in a few cells: " SM 8 % TC 0 %"; " SM N/A" where the GPU cannot
+    measure it (the tooltip says why); nothing where it was not read or is still being measured."""
+    if activity is None or activity.measuring:
+        return Text()
+    if activity.sm_active is None:
+        return Text(" SM N/A", style="dim")
+    text = Text(" SM ", style="bold")
+    text.append(f"{activity.sm_active:.0f} %")
+    if tensor and activity.tensor_active is not None:
+        text.append(" TC ", style="bold")
+        text.append(f"{activity.tensor_active:.0f} %")
+    return text
+
+
+def activity_reason(activity: Activity | None) -> str | None:
+    """Why SM activity is missing (for a tooltip), or None."""
+    if activity is None or activity.measuring or activity.sm_active is not None:
+        return None
+    return activity.why_none or activity.unavailable.get("sm_active")

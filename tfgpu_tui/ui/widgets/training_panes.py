@@ -100,7 +100,8 @@ class RunStatus(Static):
 class RunContext(Static):
     """The writer process and the newest checkpoint, a line each (the CSS cuts them with an ellipsis)."""
 
-    def show(self, oversight: OversightState, simulated: bool) -> None:
+    def show(self, oversight: OversightState, simulated: bool, card: str | None = None) -> None:
+        """The writer and the newest checkpoint; `card`: the ended run's efficiency (gpu/report_card.py)."""
         text = StyledText("writer ", "dim")
         writer = oversight.writer
         if simulated:
@@ -128,6 +129,9 @@ class RunContext(Static):
                 text.append(f"  ({oversight.checkpoint_count} found)", "dim")
         if oversight.checkpoint_warning:
             text.append(f"  {oversight.checkpoint_warning}", WARNING)
+        if card:
+            text.append("\nefficiency ", "dim")
+            text.append(card, "")
         self.update(text.content())
 
 
