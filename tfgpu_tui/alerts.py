@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class Severity(IntEnum):
@@ -12,6 +12,37 @@ class Severity(IntEnum):
     INFO = 0
     WARNING = 1
     CRITICAL = 2
+
+
+class AlertKind(str, Enum):
+    """The kinds of alert the GPU monitor, the efficiency diagnoses and the app raise (`kind` in JSON; the
+    enum's members are strings). Two families are named by their own ids instead: ``training_<problem id>``
+    (training/problems.py) and ``env_<check id>`` (the Environment tab's findings)."""
+
+    CPU_FALLBACK = "cpu_fallback"
+    STALE_VRAM = "stale_vram"
+    MEMORY_FULL = "memory_full"
+    GPU_LOST = "gpu_lost"
+    INPUT_STARVATION = "input_starvation"
+    MEMORY_GROWTH_OFF = "memory_growth_off"
+    UNATTRIBUTED_VRAM = "unattributed_vram"
+    PERSISTENCE_OFF = "persistence_off"
+    NO_GPU = "no_gpu"  # raised alongside Snapshot.error: nothing to monitor
+    INTERNAL = "internal"  # a bug of ours, said rather than hidden
+    # The efficiency diagnoses (gpu/efficiency.py); its `input_bound` is raised as INPUT_STARVATION.
+    BUSY_NOT_WORKING = "busy_not_working"
+    TENSOR_CORES_IDLE = "tensor_cores_idle"
+    THROTTLED = "throttled"
+    PCIE_LINK_DEGRADED = "pcie_link_degraded"
+    OVER_PROVISIONED = "over_provisioned"
+    PROBE_ERROR = "probe_error"  # the Batch probe tab's
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: What the Monitor raises and docs/gpu-monitor.md's table lists: all but the Batch probe's own.
+MONITOR_ALERT_KINDS = frozenset(AlertKind) - {AlertKind.PROBE_ERROR}
 
 
 @dataclass(frozen=True)
@@ -30,7 +61,7 @@ class Alert:
             dashboard make one from the kind and subject.
     """
 
-    kind: str
+    kind: str  # an AlertKind, or a family's ``training_<id>`` / ``env_<id>``
     severity: Severity
     message: str
     fix: str = ""
@@ -41,7 +72,7 @@ class Alert:
     def as_dict(self) -> dict[str, str]:
         """The alert as plain JSON-ready data."""
         return {
-            "kind": self.kind,
+            "kind": str(self.kind),
             "severity": self.severity.name.lower(),
             "message": self.message,
             "fix": self.fix,
@@ -52,7 +83,9 @@ class Alert:
 
 # What needs someone to act (a process to end, a job on the wrong device, a GPU gone): these always outrank
 # advice (memory growth, persistence mode, environment findings), whatever the severities.
-ACTION_KINDS = frozenset({"cpu_fallback", "stale_vram", "memory_full", "gpu_lost"})
+ACTION_KINDS = frozenset(
+    {AlertKind.CPU_FALLBACK, AlertKind.STALE_VRAM, AlertKind.MEMORY_FULL, AlertKind.GPU_LOST}
+)
 
 
 def needs_action(alert: Alert) -> bool:

@@ -7,6 +7,7 @@ import ast
 import contextlib
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -47,33 +48,35 @@ def test_every_environment_check_has_its_section() -> None:
     assert sections == [item.id for item in CHECKS]
 
 
-def _alert_kinds_raised_by(*modules: str) -> set[str]:
-    """Every literal first argument of an `Alert(...)` call in the given source files."""
-    kinds: set[str] = set()
-    for module in modules:
-        tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "Alert"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                kinds.add(node.args[0].value)
-    return kinds
+def _alert_calls(source: Path) -> list[ast.Call]:
+    """Every `Alert(...)` call in a source file."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Alert"
+    ]
 
 
 def test_gpu_alert_table_lists_exactly_the_kinds_the_monitor_raises() -> None:
+    from tfgpu_tui.alerts import MONITOR_ALERT_KINDS
+
     text = (DOCS / "gpu-monitor.md").read_text(encoding="utf-8")
     section = text.split("### Alerts", 1)[1].split("\n### ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z_]+)`", section, flags=re.MULTILINE))
-    raised = _alert_kinds_raised_by("gpu/alert_rules.py", "gpu/sampler.py")
-    assert raised, "no Alert(...) calls found: the scan is broken"
-    from tfgpu_tui.gpu.efficiency import KINDS
+    assert documented == {kind.value for kind in MONITOR_ALERT_KINDS}
 
-    # the efficiency diagnoses are alerts of their own kind; input_bound's is input_starvation
-    assert documented == raised | (set(KINDS) - {"input_bound"})
+
+def test_every_alert_names_its_kind_from_the_enum_or_a_family() -> None:
+    """No alert kind is a bare string: an AlertKind member, or a family's id (``training_...``,
+    ``env_...``), or a kind decoded from another host's series (fleet/decode.py)."""
+    calls = [(path, call) for path in PACKAGE.rglob("*.py") for call in _alert_calls(path)]
+    assert len(calls) > 10, "the scan is broken"
+    for path, call in calls:
+        kind = call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "kind")
+        assert not isinstance(kind, ast.Constant), f"{path}: Alert({ast.unparse(kind)}, ...)"
+        text = ast.unparse(kind)
+        assert text.startswith("AlertKind") or isinstance(kind, (ast.JoinedStr, ast.Name)), f"{path}: {text}"
 
 
 def _help(command: str) -> str:

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from tfgpu_tui.alerts import AlertKind
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.commands.options import add_demo_gpus_option, interval_seconds, settings_from_args
 from tfgpu_tui.durations import running_text
@@ -198,7 +199,7 @@ def render(snapshot: Snapshot) -> str:
         lines.append(TABLE_HEADER)
         lines += [process_line(p) for p in snapshot.processes]
     for alert in snapshot.alerts:
-        if alert.kind != "no_gpu":
+        if alert.kind != AlertKind.NO_GPU:
             lines += [f"! {alert.message}", f"  fix: {alert.fix}"]
     return "\n".join(lines)
 
@@ -218,7 +219,7 @@ def _take(sampler: Sampler, first: bool) -> Snapshot:
 def needs_confirming(snapshot: Snapshot) -> bool:
     """Whether a reading is suspicious but not yet an alert: a GPU at 0 % while TensorFlow holds its memory,
     or TensorFlow on the CPU (both must last a moment before they mean anything)."""
-    flagged = {alert.subject for alert in snapshot.alerts if alert.kind == "cpu_fallback"}
+    flagged = {alert.subject for alert in snapshot.alerts if alert.kind == AlertKind.CPU_FALLBACK}
     if any(d.zero_util_seconds is not None and f"GPU {d.index}" not in flagged for d in snapshot.devices):
         return True
     return any(

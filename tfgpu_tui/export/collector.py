@@ -17,7 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import CollectorRegistry
 
 from tfgpu_tui import __version__
-from tfgpu_tui.alerts import Alert
+from tfgpu_tui.alerts import Alert, AlertKind
 from tfgpu_tui.export import names
 from tfgpu_tui.export.efficiency_series import device_families, diagnosis_families, prof_families
 from tfgpu_tui.export.process_series import DEFAULT_TOP, process_series
@@ -277,7 +277,7 @@ class Exporter:
             "GPU memory held by a process the stale-VRAM alert names (idle for a long time), in MiB.",
             labels=labels,
         )
-        stale_pids = {a.subject for a in snapshot.alerts if a.kind == "stale_vram"}
+        stale_pids = {a.subject for a in snapshot.alerts if a.kind == AlertKind.STALE_VRAM}
         flagged = [r for r in snapshot.processes if f"PID {r.pid}" in stale_pids and r.gpu_index is not None]
         for row in process_series(flagged, len(flagged)):
             if row.gpu_memory_mib is not None:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 
-from tfgpu_tui.alerts import Alert, Severity, ordered
+from tfgpu_tui.alerts import Alert, AlertKind, Severity, ordered
 from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import (
@@ -144,7 +144,7 @@ class AlertRules:
     def _lost(self, devices: list[DeviceSample]) -> list[Alert]:
         return [
             Alert(
-                "gpu_lost",
+                AlertKind.GPU_LOST,
                 Severity.CRITICAL,
                 f"GPU {d.index} ({d.name}) has fallen off the bus (NVML: GPU is lost)",
                 "Check `dmesg` for an Xid 79 error; the machine usually needs a reboot (ask your provider)",
@@ -175,7 +175,7 @@ class AlertRules:
             if now - since >= self.settings.fallback_seconds:
                 alerts.append(
                     Alert(
-                        "cpu_fallback",
+                        AlertKind.CPU_FALLBACK,
                         Severity.WARNING,
                         f"GPU {device.index} at 0 % over {minutes_text(now - since)} while "
                         f"{_describe(holder)} holds {size_text(holder.gpu_memory_mib or 0)} of it: the work "
@@ -215,7 +215,7 @@ class AlertRules:
                 severity, why = Severity.WARNING, "it is running on the CPU"
             alerts.append(
                 Alert(
-                    "cpu_fallback",
+                    AlertKind.CPU_FALLBACK,
                     severity,
                     f"{_describe(row)} has TensorFlow loaded but holds no GPU memory: {why}",
                     FALLBACK_PROCESS_FIX,
@@ -283,7 +283,7 @@ class AlertRules:
                 message = message.replace("another container's or the host's process", "possibly yours")
             if not starved:
                 severity = Severity.INFO
-            return Alert("stale_vram", severity, message, fix, f"GPU {row.gpu_index}")
+            return Alert(AlertKind.STALE_VRAM, severity, message, fix, f"GPU {row.gpu_index}")
         if row.host_state is not HostState.OK:
             fix = "It cannot be inspected here, so it cannot be ended from here"
         elif row.uid is not None and self.own_uid not in (None, 0) and row.uid != self.own_uid:
@@ -299,7 +299,7 @@ class AlertRules:
         message = f"{_describe(row)} has held {held} on GPU {row.gpu_index} at 0 % SM, idle for {idle_for}"
         if row.attribution is not None and row.attribution.guess:
             message += " (probably this process: paired by start order)"
-        return Alert("stale_vram", severity, message, fix, f"PID {row.pid}")
+        return Alert(AlertKind.STALE_VRAM, severity, message, fix, f"PID {row.pid}")
 
     def _starvation(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
@@ -353,7 +353,7 @@ class AlertRules:
             )
             alerts.append(
                 Alert(
-                    "input_starvation",
+                    AlertKind.INPUT_STARVATION,
                     Severity.WARNING,
                     f"{_describe(row)}: GPU {row.gpu_index} averaged {mean_util:.0f} % utilisation over "
                     f"{minutes_text(window)} while the process kept {mean_cpu:.0f} % CPU busy: the input "
@@ -388,7 +388,7 @@ class AlertRules:
                 others = len({r.pid for r in sharing if r.pid != row.pid})
                 alerts.append(
                     Alert(
-                        "memory_growth_off",
+                        AlertKind.MEMORY_GROWTH_OFF,
                         Severity.INFO,
                         f"{_describe(row)} holds {row.gpu_memory_mib:.0f} MiB ({share:.0f} %) of "
                         f"{memory.name}, which {others} other process{'es' if others > 1 else ''} share: "
@@ -407,7 +407,7 @@ class AlertRules:
             if percent is not None and percent >= self.settings.memory_full_percent:
                 alerts.append(
                     Alert(
-                        "memory_full",
+                        AlertKind.MEMORY_FULL,
                         Severity.CRITICAL if percent >= 99 else Severity.WARNING,
                         f"{memory.name} memory is {percent:.0f} % full "
                         f"({memory.used_mib:.0f} of {memory.total_mib:.0f} MiB)",
@@ -430,7 +430,7 @@ class AlertRules:
             if missing >= max(UNATTRIBUTED_MIN_MIB, 0.1 * memory.total_mib):
                 alerts.append(
                     Alert(
-                        "unattributed_vram",
+                        AlertKind.UNATTRIBUTED_VRAM,
                         Severity.INFO,
                         f"{memory.name}: {missing:.0f} MiB in use is not held by any listed process",
                         UNATTRIBUTED_IN_CONTAINER_FIX if self.own_pid_namespace else UNATTRIBUTED_FIX,

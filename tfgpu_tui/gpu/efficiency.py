@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu import clock_events
 from tfgpu_tui.gpu.history import RollingMeans
@@ -419,7 +419,7 @@ SHORT = {
 def diagnosis_alert(diagnosis: Diagnosis) -> Alert:
     """The diagnosis as an alert of the same kind: its summary, then its basis; `e` shows the fix."""
     return Alert(
-        diagnosis.kind,
+        AlertKind(diagnosis.kind),
         ALERT_SEVERITY.get(diagnosis.kind, Severity.INFO),
         f"{diagnosis.summary} (basis: {diagnosis.basis})",
         diagnosis.fix,

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.efficiency import Efficiency, Thresholds, diagnosis_alert
 from tfgpu_tui.gpu.history import History
@@ -31,11 +31,6 @@ UNRESOLVED_REFUSALS = {
     HostState.OTHER_NAMESPACE: "NVML's PID {pid} is no process of this container: it is another container's "
     "or the host's, so it is not yours to end here (the provider or the host's administrator can end it)",
 }
-
-
-# The kind of the alert raised alongside Snapshot.error (spelled out in _alerts too: the docs' table of alert
-# kinds is checked against the literals of Alert(...) calls).
-NO_GPU_ALERT = "no_gpu"
 
 
 def _row_order(row: ProcessRow) -> tuple:
@@ -203,14 +198,14 @@ class Sampler:
         """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""
         if reading.error is None:
             return []
-        return [Alert("no_gpu", Severity.WARNING, reading.error.message, reading.error.fix)]
+        return [Alert(AlertKind.NO_GPU, Severity.WARNING, reading.error.message, reading.error.fix)]
 
     def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
         alerts = self._error_alert(reading)
         try:
             alerts += self.rules.evaluate(now, reading.devices, rows)
         except Exception as exc:
-            alerts.append(Alert("internal", Severity.INFO, f"Alert rules failed: {exc}"))
+            alerts.append(Alert(AlertKind.INTERNAL, Severity.INFO, f"Alert rules failed: {exc}"))
         if reading.error is None and reading.devices:
             alerts += self._persistence_alerts()
         return alerts
@@ -224,7 +219,7 @@ class Sampler:
                 gpus = ", ".join(str(i) for i in off)
                 self._static_alerts.append(
                     Alert(
-                        "persistence_off",
+                        AlertKind.PERSISTENCE_OFF,
                         Severity.INFO,
                         f"Persistence mode is off on GPU {gpus}: the driver re-initialises between "
                         "uses, which slows start-up and monitoring",

@@ -4,17 +4,17 @@ nothing)."""
 
 from __future__ import annotations
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.notify.events import Event, EventKind
 
 # The Monitor's alert kinds that are events, and which.
-ALERT_EVENTS = {
-    "stale_vram": EventKind.STALE_KERNEL,
-    "memory_full": EventKind.MEMORY_FULL,
-    "gpu_lost": EventKind.GPU_LOST,
-    "cpu_fallback": EventKind.CPU_FALLBACK,
+ALERT_EVENTS: dict[str, EventKind] = {
+    AlertKind.STALE_VRAM: EventKind.STALE_KERNEL,
+    AlertKind.MEMORY_FULL: EventKind.MEMORY_FULL,
+    AlertKind.GPU_LOST: EventKind.GPU_LOST,
+    AlertKind.CPU_FALLBACK: EventKind.CPU_FALLBACK,
 }
 IDLE_FIX = "If the work is done, stop the instance; else start the next job"
 NVML_LOST_FIX = "Check `nvidia-smi` and `dmesg` (an Xid error); the machine may need a reboot"

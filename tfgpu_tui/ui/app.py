@@ -24,11 +24,10 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
 
-from tfgpu_tui.alerts import Alert, most_urgent, ordered
+from tfgpu_tui.alerts import Alert, AlertKind, most_urgent, ordered
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.gpu.model import Snapshot
-from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
@@ -274,7 +273,7 @@ class TfgpuApp(App[None]):
         header says "no GPU to monitor" itself, so not that alert too."""
         if snapshot.alerts != self._gpu_alerts:
             self._gpu_alerts = list(snapshot.alerts)
-            alerts = [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
+            alerts = [alert for alert in snapshot.alerts if alert.kind != AlertKind.NO_GPU]
             self._set_alerts("monitor", with_short_titles(alerts, snapshot.processes))
 
     @property

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.access import model_refusal, pipeline_refusal, policy_from_settings
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_result import PipelineResult
@@ -443,7 +443,9 @@ class BatchProbeTab(DashboardTab):
 def probe_alert(error: str) -> Alert:
     """The header alert for a probe that stopped on an error."""
     fix = "pass --python PATH to an interpreter with TensorFlow" if "TensorFlow is missing" in error else ""
-    return Alert("probe_error", Severity.WARNING, f"Batch probe: {error.splitlines()[0]}", fix, "Batch probe")
+    return Alert(
+        AlertKind.PROBE_ERROR, Severity.WARNING, f"Batch probe: {error.splitlines()[0]}", fix, "Batch probe"
+    )
 
 
 def summary_text(result: ProbeResult) -> Content:

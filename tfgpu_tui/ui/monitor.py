@@ -23,13 +23,12 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Static
 
-from tfgpu_tui.alerts import Alert
+from tfgpu_tui.alerts import Alert, AlertKind
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed, Subscription
 from tfgpu_tui.gpu.history import GpuHistory
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.kill_requests import STARTING, KillRequests
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
-from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.messages import OpenLog, ShowTab
@@ -88,7 +87,7 @@ def shown_alerts(snapshot: Snapshot) -> list[Alert]:
     header still gets that alert)."""
     if snapshot.error is None:
         return snapshot.alerts
-    return [alert for alert in snapshot.alerts if alert.kind != NO_GPU_ALERT]
+    return [alert for alert in snapshot.alerts if alert.kind != AlertKind.NO_GPU]
 
 
 def table_rows(snapshot: Snapshot) -> int:

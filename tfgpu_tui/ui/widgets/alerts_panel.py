@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.gpu.efficiency import KINDS as DIAGNOSIS_KINDS
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
@@ -25,17 +25,17 @@ _SEVERITY_LOOK = {
     Severity.CRITICAL: "alerts-panel--critical",
 }
 # What each kind of alert is called in one line, where the alert itself gives no short title.
-KIND_TITLES = {
-    "cpu_fallback": "CPU fallback",
-    "stale_vram": "Stale VRAM",
-    "input_starvation": "Input starved",
-    "memory_full": "Memory full",
-    "gpu_lost": "GPU lost",
-    "memory_growth_off": "Memory growth off",
-    "unattributed_vram": "Unattributed VRAM",
-    "persistence_off": "Persistence off",
-    "no_gpu": "No GPU",
-    "probe_error": "Batch probe failed",
+KIND_TITLES: dict[str, str] = {
+    AlertKind.CPU_FALLBACK: "CPU fallback",
+    AlertKind.STALE_VRAM: "Stale VRAM",
+    AlertKind.INPUT_STARVATION: "Input starved",
+    AlertKind.MEMORY_FULL: "Memory full",
+    AlertKind.GPU_LOST: "GPU lost",
+    AlertKind.MEMORY_GROWTH_OFF: "Memory growth off",
+    AlertKind.UNATTRIBUTED_VRAM: "Unattributed VRAM",
+    AlertKind.PERSISTENCE_OFF: "Persistence off",
+    AlertKind.NO_GPU: "No GPU",
+    AlertKind.PROBE_ERROR: "Batch probe failed",
 }
 
 
@@ -87,7 +87,11 @@ def with_short_titles(alerts: list[Alert], processes: list[ProcessRow]) -> list[
 
 def action_key(alert: Alert) -> str:
     """The key that acts on the alert: `k` kills the process it names, `e` explains a linked finding."""
-    if alert.subject.startswith("PID ") and alert.kind in {"stale_vram", "cpu_fallback", "input_starvation"}:
+    if alert.subject.startswith("PID ") and alert.kind in {
+        AlertKind.STALE_VRAM,
+        AlertKind.CPU_FALLBACK,
+        AlertKind.INPUT_STARVATION,
+    }:
         return "k kill"
     if alert.link or alert.kind in DIAGNOSIS_KINDS:
         return "e explain"
