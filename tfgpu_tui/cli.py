@@ -11,7 +11,8 @@ from functools import partial
 
 from tfgpu_tui import __version__
 from tfgpu_tui.commands import COMMAND_MODULES, commands_needed, register_summaries
-from tfgpu_tui.commands.options import (
+from tfgpu_tui.exit_status import EXIT_USAGE
+from tfgpu_tui.options import (
     OneLineParser,
     add_access_options,
     add_dashboard_options,
@@ -21,7 +22,6 @@ from tfgpu_tui.commands.options import (
     settings_from_args,
     usage_error,
 )
-from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import Settings
 
 # The longest the dashboard waits for the first snapshot before it loads the UI: a driver slow to initialise

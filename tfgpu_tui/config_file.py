@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfgpu_tui.paths import config_dir
 from tfgpu_tui.settings import (
     BUDGET_MB,
     CPU_PERCENT,
@@ -29,21 +30,16 @@ from tfgpu_tui.settings import (
 )
 
 CONFIG_ENV_VAR = "TFGPU_TUI_CONFIG"
-CONFIG_DIR_NAME = "tfgpu-tui"
 CONFIG_FILE_NAME = "config.toml"
 
 
-def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the settings file is: `$TFGPU_TUI_CONFIG`, else `$XDG_CONFIG_HOME/tfgpu-tui/config.toml`,
-    else `~/.config/tfgpu-tui/config.toml`."""
-    env = os.environ if environ is None else environ
-    explicit = env.get(CONFIG_ENV_VAR, "").strip()
+def config_path() -> Path:
+    """Where the settings file is: `$TFGPU_TUI_CONFIG`, else `config.toml` in the user's config directory
+    (paths.py: `$XDG_CONFIG_HOME/tfgpu-tui`, else `~/.config/tfgpu-tui`)."""
+    explicit = os.environ.get(CONFIG_ENV_VAR, "").strip()
     if explicit:
         return Path(explicit).expanduser()
-    xdg = env.get("XDG_CONFIG_HOME", "").strip()
-    # The XDG spec says relative paths in XDG_CONFIG_HOME are invalid and must be ignored.
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    return base / CONFIG_DIR_NAME / CONFIG_FILE_NAME
+    return config_dir() / CONFIG_FILE_NAME
 
 
 class InvalidValue(ValueError):
@@ -235,15 +231,14 @@ def parse_config_text(text: str, path: Path) -> ConfigFile:
     return ConfigFile(path, values, warnings, refused)
 
 
-def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> ConfigFile:
+def load_config(path: Path | None = None) -> ConfigFile:
     """Read the settings file (default location: `config_path()`); a missing file is no error,
     unless `$TFGPU_TUI_CONFIG` names it explicitly."""
-    env = os.environ if environ is None else environ
-    target = config_path(env) if path is None else path
+    target = config_path() if path is None else path
     try:
         text = target.read_text(encoding="utf-8")
     except FileNotFoundError:
-        explicit = path is not None or bool(env.get(CONFIG_ENV_VAR, "").strip())
+        explicit = path is not None or bool(os.environ.get(CONFIG_ENV_VAR, "").strip())
         warnings = [f"{target}: settings file not found; using the defaults"] if explicit else []
         return ConfigFile(target, {}, warnings)
     except (OSError, UnicodeDecodeError) as error:

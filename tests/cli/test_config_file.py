@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from tfgpu_tui.cli import build_parser, main
-from tfgpu_tui.commands.options import settings_from_args
 from tfgpu_tui.config_file import CONFIG_KEYS, apply_config, config_path, load_config, parse_config_text
+from tfgpu_tui.options import settings_from_args
 from tfgpu_tui.settings import Settings
 
 
@@ -24,16 +25,35 @@ def settings_for(argv: list[str]) -> Settings:
     return settings_from_args(build_parser().parse_args(argv))
 
 
-def test_location_follows_xdg_and_override() -> None:
+@pytest.mark.skipif(sys.platform != "linux", reason="the XDG base directories are Linux's")
+def test_location_follows_xdg_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
     home = Path.home()
-    assert config_path({}) == home / ".config" / "tfgpu-tui" / "config.toml"
-    assert config_path({"XDG_CONFIG_HOME": "/xdg"}) == Path("/xdg/tfgpu-tui/config.toml")
-    assert config_path({"XDG_CONFIG_HOME": "relative/dir"}) == home / ".config" / "tfgpu-tui" / "config.toml"
-    assert config_path({"XDG_CONFIG_HOME": "/xdg", "TFGPU_TUI_CONFIG": "/etc/t.toml"}) == Path("/etc/t.toml")
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert config_path() == home / ".config" / "tfgpu-tui" / "config.toml"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/xdg")
+    assert config_path() == Path("/xdg/tfgpu-tui/config.toml")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")  # the spec: a relative value is ignored
+    assert config_path() == home / ".config" / "tfgpu-tui" / "config.toml"
+    monkeypatch.setenv("TFGPU_TUI_CONFIG", "/etc/t.toml")
+    assert config_path() == Path("/etc/t.toml")
 
 
-def test_missing_file_at_the_default_place_is_silent(tmp_path: Path) -> None:
-    config = load_config(environ={"XDG_CONFIG_HOME": str(tmp_path)})
+@pytest.mark.skipif(sys.platform != "linux", reason="the XDG base directories are Linux's")
+def test_notify_files_follow_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tfgpu_tui.notify.state import default_state_path
+    from tfgpu_tui.notify.status import status_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    assert default_state_path() == tmp_path / "state" / "tfgpu-tui" / "notify-state.json"
+    assert status_path() == tmp_path / "run" / "tfgpu-tui" / "notify.json"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative")
+    assert default_state_path() == Path.home() / ".local" / "state" / "tfgpu-tui" / "notify-state.json"
+
+
+def test_missing_file_at_the_default_place_is_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    config = load_config()
     assert config.values == {} and config.warnings == []
 
 

@@ -82,7 +82,7 @@ def test_addresses() -> None:
 
 def test_cli_fleet_options() -> None:
     from tfgpu_tui.cli import build_parser
-    from tfgpu_tui.commands.options import settings_from_args
+    from tfgpu_tui.options import settings_from_args
 
     args = build_parser().parse_args(["--remote", "a:9400,b:9400"])
     settings = settings_from_args(args)

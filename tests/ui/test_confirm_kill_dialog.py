@@ -116,8 +116,8 @@ async def test_a_kernel_no_server_lists_gets_the_signals_only() -> None:
 
 async def test_a_web_session_gets_no_kernel_actions_even_with_allow_kill() -> None:
     from tfgpu_tui.cli import build_parser
-    from tfgpu_tui.commands.options import settings_from_args
     from tfgpu_tui.commands.serve import session_arguments
+    from tfgpu_tui.options import settings_from_args
 
     serve = build_parser().parse_args(["serve", "--allow-kill"])
     argv = session_arguments(serve)  # what each browser session's dashboard runs with

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.commands.options import PYTHON_CHAIN, add_python_option, number_in, settings_from_args
 from tfgpu_tui.env.check_run import CheckRun, run_check
 from tfgpu_tui.env.findings import EnvReport
 from tfgpu_tui.env.recorded import recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
 from tfgpu_tui.exit_status import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, EXIT_OK, EXIT_USAGE
+from tfgpu_tui.options import PYTHON_CHAIN, add_python_option, number_in, settings_from_args
 from tfgpu_tui.settings import TIMEOUT_SECONDS, Settings
 
 

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.commands.options import add_demo_gpus_option, interval_seconds, settings_from_args
 from tfgpu_tui.exit_status import EXIT_USAGE
+from tfgpu_tui.options import add_demo_gpus_option, interval_seconds, settings_from_args
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.commands.options import number_in, settings_from_args
 from tfgpu_tui.exit_status import EXIT_USAGE
+from tfgpu_tui.options import number_in, settings_from_args
 from tfgpu_tui.settings import INTERVAL, MINUTES
 
 PROG = "tfgpu-tui notify"

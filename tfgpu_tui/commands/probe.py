@@ -7,15 +7,15 @@ import json
 import sys
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.commands.options import (
+from tfgpu_tui.commands.probe_pipeline import PIPELINE_HELP, pipeline_request, run_pipeline
+from tfgpu_tui.env.targets import Target, resolve_target
+from tfgpu_tui.options import (
     PYTHON_CHAIN,
     add_python_option,
     finite_number,
     number_in,
     settings_from_args,
 )
-from tfgpu_tui.commands.probe_pipeline import PIPELINE_HELP, pipeline_request, run_pipeline
-from tfgpu_tui.env.targets import Target, resolve_target
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.pipeline_request import check_pipeline_spec

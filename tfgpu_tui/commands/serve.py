@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 
 from tfgpu_tui.access import policy_from_settings
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.commands.options import (
+from tfgpu_tui.exit_status import EXIT_USAGE
+from tfgpu_tui.options import (
     add_access_options,
     add_dashboard_options,
     add_demo_gpus_option,
@@ -28,7 +29,6 @@ from tfgpu_tui.commands.options import (
     settings_from_args,
     whole_in,
 )
-from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.settings import Range, Settings
 from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token, is_loopback
 

@@ -16,18 +16,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tfgpu_tui.notify.events import Event
+from tfgpu_tui.paths import state_dir
 
 MAX_KEYS = 1000  # events remembered; the oldest are forgotten beyond that
 MAX_STATE_BYTES = 1024 * 1024
 VERSION = 1
 
 
-def default_state_path(environ: dict[str, str] | None = None) -> Path:
-    """`$XDG_STATE_HOME/tfgpu-tui/notify-state.json`, else `~/.local/state/tfgpu-tui/notify-state.json`."""
-    env = os.environ if environ is None else environ
-    xdg = env.get("XDG_STATE_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
-    return base / "tfgpu-tui" / "notify-state.json"
+def default_state_path() -> Path:
+    """`notify-state.json` in the user's state directory (paths.py: `$XDG_STATE_HOME/tfgpu-tui`, else
+    `~/.local/state/tfgpu-tui`)."""
+    return state_dir() / "notify-state.json"
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:

@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.notify.state import write_atomically
+from tfgpu_tui.paths import runtime_dir
 
 MAX_STATUS_BYTES = 64 * 1024
 MAX_SCHEMES = 8
 
 
-def status_path(environ: Mapping[str, str] | None = None) -> Path:
-    """`$XDG_RUNTIME_DIR/tfgpu-tui/notify.json` (per user, cleared at logout), else
-    `~/.cache/tfgpu-tui/notify.json`."""
-    env = os.environ if environ is None else environ
-    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
-    base = Path(runtime) if runtime and Path(runtime).is_absolute() else Path.home() / ".cache"
-    return base / "tfgpu-tui" / "notify.json"
+def status_path() -> Path:
+    """`notify.json` in the user's runtime directory (paths.py: `$XDG_RUNTIME_DIR/tfgpu-tui`, per user and
+    cleared at logout)."""
+    return runtime_dir() / "notify.json"
 
 
 @dataclass(frozen=True)
