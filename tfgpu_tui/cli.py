@@ -277,7 +277,7 @@ def interpreter_refusal(python: str) -> str | None:
 def dashboard_option_refusal(args: argparse.Namespace) -> str | None:
     """Why a dashboard cannot run with these `--python` / `--log` options, or None (also checked by `serve`
     for its sessions). A log that does not exist yet is fine: training may not have started."""
-    from tfgpu_tui.access import special_file_refusal
+    from tfgpu_tui.serve.policy import special_file_refusal
 
     python = getattr(args, "python", None)
     if python and (refusal := interpreter_refusal(python)):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.access import (
+from tfgpu_tui.serve.policy import (
     AccessPolicy,
     log_refusal,
     model_refusal,

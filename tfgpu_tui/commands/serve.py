@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tfgpu_tui.access import policy_from_settings
 from tfgpu_tui.cli import (
     add_access_options,
     add_dashboard_options,
@@ -29,8 +28,9 @@ from tfgpu_tui.cli import (
 )
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
+from tfgpu_tui.serve.guard import TOKEN_ENV_VAR, Token, is_loopback
+from tfgpu_tui.serve.policy import policy_from_settings
 from tfgpu_tui.settings import Range, Settings
-from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token, is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     if args.public:
         root = Path(arguments[arguments.index("--log-root") + 1])
         print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
-    from tfgpu_tui.web_server import DashboardServer  # aiohttp: imported only to serve
+    from tfgpu_tui.serve.server import DashboardServer  # aiohttp: imported only to serve
 
     server = DashboardServer(
         session_command(arguments),

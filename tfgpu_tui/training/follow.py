@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from stat import S_ISREG
 
-from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.serve.policy import special_file_refusal
 from tfgpu_tui.training.encoding import SNIFF_BYTES, detect_encoding
 
 READ_BYTES = 4 * 1024 * 1024

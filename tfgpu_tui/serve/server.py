@@ -33,12 +33,12 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 from aiohttp.abc import AbstractAccessLogger
 
+from tfgpu_tui.serve.guard import Credentials, Guard, Token
+from tfgpu_tui.serve.session import Session
 from tfgpu_tui.text_clean import clean_line
-from tfgpu_tui.web_guard import Credentials, Guard, Token
-from tfgpu_tui.web_session import Session
 
 log = logging.getLogger("tfgpu-tui.serve")
-PAGE_FOLDER = Path(__file__).resolve().parent / "web_page"
+PAGE_FOLDER = Path(__file__).resolve().parent / "page"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_COLUMNS, MAX_ROWS = 500, 200
