@@ -87,7 +87,7 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot be used, or None. Each --log gets `log PATH`'s checks (a log that does not
     exist yet is followed once it appears)."""
     from tfgpu_tui.export.server import is_loopback
-    from tfgpu_tui.serve.policy import special_file_refusal
+    from tfgpu_tui.safe_files import special_file_refusal
 
     for log in args.logs:
         refusal = special_file_refusal(log)

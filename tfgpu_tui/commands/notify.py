@@ -107,7 +107,7 @@ def configure(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from tfgpu_tui.cli import settings_from_args
     from tfgpu_tui.notify.destinations import check, gather, known_schemes
     from tfgpu_tui.notify.events import parse_events
-    from tfgpu_tui.serve.policy import special_file_refusal
+    from tfgpu_tui.safe_files import special_file_refusal
 
     for log in args.logs:
         if (refusal := special_file_refusal(log)) is not None:

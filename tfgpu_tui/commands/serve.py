@@ -1,10 +1,10 @@
 """`tfgpu-tui serve`: the dashboard in a web browser.
 
 The server runs one dashboard process per browser session: `<this python> -m tfgpu_tui <options>`, built
-here as an argument list. This module is the command line; the server (web_server.py, which imports nothing
-from here) asks for a secret token, checks Host and Origin, and
-limits the number of sessions; each session runs with least privilege (access.py) unless `--allow-kill` /
-`--allow-code` say otherwise. docs/security.md says what a visitor can and cannot do.
+here as an argument list. This module is the command line; the server (serve/server.py, which imports
+nothing from here) asks for a secret token, checks Host and Origin, and limits the number of sessions; each
+session runs with least privilege (serve/policy.py) unless `--allow-kill` / `--allow-code` say otherwise.
+docs/security.md says what a visitor can and cannot do.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The web server behind `tfgpu-tui serve`, on aiohttp, for a dashboard that can see processes and logs.
 
-Every request passes the guard first (web_guard.py: token, Host, Origin). Each browser tab gets a session
-(web_session.py): a dashboard process run by Textual's web driver. The page is web_page/app_index.html; the
+Every request passes the guard first (guard.py: token, Host, Origin). Each browser tab gets a session
+(session.py): a dashboard process run by Textual's web driver. The page is page/app_index.html; the
 terminal in it is textual-serve's browser client (its script, styles and font, served from its installed
 package under /static/).
 
@@ -94,7 +94,7 @@ class DashboardServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every request passes the guard (web_guard.py) first."""
+        """Every request passes the guard (guard.py) first."""
         credentials = Credentials(
             cookie=request.cookies.get(self.guard.cookie_name),
             authorization=request.headers.get("Authorization", ""),
