@@ -2,6 +2,8 @@
 
 ``running_text``: how long a process has run (the Monitor's TIME column, the kill dialog, ``gpus``).
 ``span_text``: a duration in a sentence (epoch times, ETAs, checkpoint ages, stall times).
+``idle_text``: how long something sat idle, to the minute.
+``minutes_text``: how long a rule's condition has held (alerts, notify's messages): seconds, then minutes.
 """
 
 from __future__ import annotations
@@ -61,3 +63,11 @@ def idle_text(seconds: float) -> str:
         return f"{hours}h {minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d {hours:02d}h"
+
+
+def minutes_text(seconds: float, words: bool = False) -> str:
+    """How long a condition has held: ``45 s`` for two minutes, then ``3 min``; with `words` (a message
+    sent as a sentence) ``45 seconds``, ``3 minutes``."""
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} {'minutes' if words else 'min'}"
+    return f"{seconds:.0f} {'seconds' if words else 's'}"

@@ -1,5 +1,5 @@
-"""How tfgpu-tui marks the child processes it starts (environment probe, batch probe), so that no instance of
-the dashboard ever raises an alert about another instance's children.
+"""How tfgpu-tui marks the child processes it starts (environment probe, batch and pipeline probes), so that
+no instance of the dashboard ever raises an alert about another instance's children.
 
 Two marks: an environment variable (readable in ``/proc/PID/environ`` by the same user) and the child's
 script path on its command line (readable by everyone).
@@ -12,7 +12,11 @@ from collections.abc import Mapping, Sequence
 
 CHILD_ENV_VAR = "TFGPU_TUI_CHILD"
 CHILD_ENV_VALUE = "1"
-CHILD_SCRIPTS = ("tfgpu_tui/env/tf_inspect_script.py", "tfgpu_tui/probe/worker.py")
+CHILD_SCRIPTS = (
+    "tfgpu_tui/env/tf_inspect_script.py",
+    "tfgpu_tui/probe/worker.py",
+    "tfgpu_tui/probe/pipeline_worker.py",
+)
 
 
 def marked(env: Mapping[str, str]) -> dict[str, str]:

@@ -12,6 +12,8 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 ROOT = ROOT
 SCRIPT = ROOT / ".ci" / "run"
 

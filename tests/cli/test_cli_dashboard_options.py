@@ -14,6 +14,8 @@ import pytest
 from tfgpu_tui import cli
 from tfgpu_tui.settings import Settings
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 class TerminalStdin(io.StringIO):
     def isatty(self) -> bool:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from conftest import TENSORFLOW_WHEELS_BELOW, tensorflow_missing_reason
-
 from tests.helpers.paths import ROOT
+from tests.helpers.tensorflow_missing import TENSORFLOW_WHEELS_BELOW, tensorflow_missing_reason
 
 if sys.version_info >= (3, 11):
     import tomllib

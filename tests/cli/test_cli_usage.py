@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 HANG_GUARD_SECONDS = 60  # only against a hang: no assertion depends on how long anything takes
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.helpers.tmux_terminal import NO_TMUX, Terminal
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)]
 
 
 def pid_alive(pid: int) -> bool:

@@ -17,6 +17,8 @@ from tfgpu_tui.ui.app import TAB_SPECS, TfgpuApp
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 LATER = ("monitor", "environment", "training", "batch_probe", "hosts", "help_screen")
 
 

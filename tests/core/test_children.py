@@ -14,6 +14,8 @@ from tests.helpers.waiting import wait_for
 from tfgpu_tui.children import TAIL_BYTES, child, communicate_bounded, run_child, stop_all
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 # prints the PID of a grandchild it started, then waits for it
 PARENT = [sys.executable, "-c", "import subprocess, sys, time; g = subprocess.Popen(['sleep', '60']); "
           "print(g.pid, flush=True); time.sleep(60)"]  # fmt: skip

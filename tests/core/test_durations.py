@@ -53,3 +53,10 @@ def test_the_monitor_and_gpus_print_the_same_running_time() -> None:
 )
 def test_span_text(seconds: float | None, text: str) -> None:
     assert span_text(seconds) == text
+
+
+def test_minutes_text_says_seconds_for_two_minutes_then_minutes() -> None:
+    from tfgpu_tui.durations import minutes_text
+
+    assert minutes_text(45) == "45 s" and minutes_text(119) == "119 s" and minutes_text(180) == "3 min"
+    assert minutes_text(45, words=True) == "45 seconds" and minutes_text(600, words=True) == "10 minutes"

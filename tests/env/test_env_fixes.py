@@ -12,6 +12,8 @@ from tfgpu_tui.env import fixes
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.recorded import load_recording
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 FIXTURES = FIXTURES / "env"
 PIP = "/home/ana/venvs/tf/bin/python -m pip"
 

@@ -27,6 +27,8 @@ from tfgpu_tui.env.targets import (
 )
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 OWN_PREFIX = Path(sys.prefix)
 
 

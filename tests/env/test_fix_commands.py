@@ -22,6 +22,8 @@ from tfgpu_tui.env import compat, fixes
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.recorded import load_recording
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 FIXTURES = FIXTURES / "env"
 PLATFORMS = (
     "manylinux_2_28_x86_64",

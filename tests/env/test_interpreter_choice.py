@@ -26,8 +26,8 @@ from tfgpu_tui.env.targets import (
     tensorflow_processes,
 )
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui.header import ALERT_TITLE_ROOM
+from tfgpu_tui.ui.text_fit import whole_words
 
 FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
 
@@ -47,6 +47,8 @@ ON_PATH = Candidate("/usr/bin/python3", "python3 on PATH", "2.15.1", kind="path"
 OWN = Candidate(
     "/opt/tfgpu/bin/python", "tfgpu-tui's own interpreter", None, kind="own", reason="tfgpu-tui's own"
 )
+
+pytestmark = pytest.mark.e2e  # real child processes
 
 
 def test_the_choice_order() -> None:

@@ -17,6 +17,8 @@ from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.synthetic import keras3_log
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 TWO_GPUS = (
     'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=37 mem_util=20 temp=45 '
     "power_mw=250000 mem_clock=3201 pcie_tx_kbs=1200 pcie_rx_kbs=3400\n"

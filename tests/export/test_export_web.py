@@ -20,6 +20,8 @@ from tests.helpers.fleet_helpers import prometheus_version, query, start_prometh
 from tfgpu_tui.export.web_config import WebConfigError, load_web_config
 from tfgpu_tui.fleet.readers import DirectReader
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 PASSWORD = "correct horse"
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 RULES_DIR = ROOT / "prometheus"
 
 

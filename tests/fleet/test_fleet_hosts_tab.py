@@ -8,6 +8,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import pytest
 from textual.geometry import Region
 from textual.widgets import Static
 
@@ -22,6 +23,8 @@ from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
+
+pytestmark = pytest.mark.e2e  # real child processes
 
 
 def demo_exporter(port: int, name: str) -> subprocess.Popen:

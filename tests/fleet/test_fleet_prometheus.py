@@ -36,9 +36,12 @@ from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
-pytestmark = pytest.mark.skipif(
-    prometheus_version() is None, reason="Prometheus is not installed (Debian: apt install prometheus)"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        prometheus_version() is None, reason="Prometheus is not installed (Debian: apt install prometheus)"
+    ),
+]
 DASHBOARD = ROOT / "grafana" / "tfgpu-tui-dashboard.json"
 H200_TOTAL = 143771
 

@@ -45,7 +45,7 @@ WORLD_ARGS = [
     "--hold", "gpus=3 mib=8192 sm=20 cmd=eval.py",
 ]  # fmt: skip
 WHY_NOT = why_not(tools=("tmux",))
-pytestmark = [pytest.mark.tf, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [pytest.mark.e2e, pytest.mark.tf, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 
 
 def _run_world(era: str, lib: Path, out: Path) -> dict:

@@ -22,7 +22,7 @@ KERNEL_MIB = 18432
 HANG_GUARD_SECONDS = 500  # the script's own waits are bounded well inside this
 
 WHY_NOT = why_not()
-pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 
 
 @pytest.fixture(scope="module", params=["535.104", "580"])

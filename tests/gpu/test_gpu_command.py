@@ -14,12 +14,14 @@ import pytest
 from tests.helpers.gpu_fake_pynvml import CODES, FakePynvml
 from tfgpu_tui.cli import main
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def test_demo_table(capsys: pytest.CaptureFixture) -> None:
     assert main(["gpus", "--demo"]) == 0
     out = capsys.readouterr().out
     assert "[SIMULATED]" in out and "[0] NVIDIA A100-SXM4-80GB" in out and "fan N/A" in out
-    assert "[jupyter] experiments/resnet_finetune.ipynb" in out
+    assert "notebook experiments/resnet_finetune.ipynb" in out
     assert "has TensorFlow loaded but holds no GPU memory" in out and "fix:" in out
 
 

@@ -19,6 +19,8 @@ from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome, SignalResult
 from tfgpu_tui.settings import Settings
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def device(index: int = 0, minor: int | None = 0) -> DeviceSample:
     return DeviceSample(index, "NVIDIA H200", 0.0, 20000.0, 143771.0, 35.0, 70.0, 700.0, None, None, 0,

@@ -17,6 +17,8 @@ from tfgpu_tui.env.tf_inspection import INSPECT_ENV
 from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child, marked
 from tfgpu_tui.probe.trial_runner import child_environment
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 WORK = (
     "import tensorflow as tf\n"
     "print('ready', flush=True)\n"

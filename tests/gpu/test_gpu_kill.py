@@ -18,6 +18,8 @@ from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome, SignalResult
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 IGNORES_SIGTERM = (
     "import signal, sys, time\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"

@@ -32,6 +32,8 @@ from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.probe import budget
 from tfgpu_tui.settings import Settings
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 A100 = 'device name="NVIDIA A100-SXM4-80GB" total_mib=81920 base_used_mib=7 arch=ampere cc=8.0 mig_mode=1'
 
 

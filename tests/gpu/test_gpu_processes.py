@@ -40,6 +40,8 @@ MAPPER = (
     "print('ready', flush=True); time.sleep(60)\n"
 )
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def start(args: list[str]) -> subprocess.Popen:
     process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)

@@ -26,6 +26,8 @@ from tfgpu_tui.alerts import ACTION_KINDS, Severity
 from tfgpu_tui.gpu.jupyter import NO_SERVER
 from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 def kernel_pids(jupyter: dict) -> list[int]:
     """The live processes the server runs for its kernel."""

@@ -33,9 +33,10 @@ BASE_MIB = 500
 HANG_GUARD_SECONDS = 180.0  # the server's own restart, however loaded the machine: ends as soon as it is seen
 
 MISSING = next((m for m in ("jupyter_server", "ipykernel") if importlib.util.find_spec(m) is None), None)
-pytestmark = pytest.mark.skipif(
-    MISSING is not None, reason=f"{MISSING} is not installed (pip install -e '.[test]')"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} is not installed (pip install -e '.[test]')"),
+]
 
 
 def kernel_scenario(pid: int) -> str:

@@ -9,7 +9,8 @@ from tests.helpers.waiting import wait_until
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.monitor import CSS_PATH, PLOT_REDRAW_SECONDS, MonitorTab
+from tfgpu_tui.ui import APP_STYLESHEET
+from tfgpu_tui.ui.monitor import PLOT_REDRAW_SECONDS, MonitorTab
 from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
 FAST = 0.25  # the minimum interval, so tests see several refreshes quickly
@@ -20,7 +21,7 @@ class MonitorOnly(App[None]):
     """The Monitor tab alone, fed by its own feed over an injected GPU source (None: no feed at all, the test
     posts the snapshots); keys go to the process table, as in the app."""
 
-    CSS_PATH = CSS_PATH
+    CSS_PATH = APP_STYLESHEET
     AUTO_FOCUS = "ProcessTable"
 
     def __init__(

@@ -19,6 +19,8 @@ from tests.helpers.nohup_child import start_nohup
 from tests.helpers.notify_receiver import receiving
 from tests.helpers.waiting import wait_for
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 TOKEN = "s3cr3t-T0KEN"
 FINISHED = (
     "Epoch 1/2\n10/10 [==============================] - 1s 100ms/step - loss: 0.5000\n"

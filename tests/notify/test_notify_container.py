@@ -19,6 +19,8 @@ from tests.helpers.notify_receiver import receiving
 from tests.helpers.paths import FAKENVML_DIR, ROOT
 from tests.helpers.waiting import wait_for
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 CONTAINER = FAKENVML_DIR / "container.py"
 TOKEN = "ctr-S3CRET"
 LOST = "error gpu=1 field=all code=GPU_IS_LOST\n"

@@ -24,6 +24,8 @@ from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.log_sources import LogWriter
 from tfgpu_tui.training.watch import LogWatch
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 FIXTURES = FIXTURES / "training"
 BAR = "10/10 [==============================] - 1s 100ms/step"
 FINISHED = (

@@ -15,7 +15,7 @@ import pytest
 from tests.helpers.notify_receiver import receiving
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.e2e, pytest.mark.tf]
 
 TOKEN = "cpu-S3CRET"
 CHILD = "import sys, time, tensorflow\nopen(sys.argv[1], 'w').close()\ntime.sleep(600)\n"

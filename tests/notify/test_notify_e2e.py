@@ -24,7 +24,7 @@ from tests.helpers.nohup_child import start_nohup
 from tests.helpers.notify_receiver import Receiver, receiving
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.e2e, pytest.mark.tf]
 
 TOKEN = "e2e-S3CRET-t0ken"
 CHILD = textwrap.dedent(

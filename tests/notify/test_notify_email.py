@@ -16,6 +16,8 @@ import pytest
 
 from tests.helpers.waiting import wait_for
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 PASSWORD = "m4il-S3CRET"
 FINISHED = (
     "Epoch 1/2\n10/10 [==============================] - 1s 100ms/step - loss: 0.5000\n"

@@ -11,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.jupyter_fixture import HELD_MIB, NOTEBOOK
 from tests.helpers.notify_receiver import receiving
 from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.e2e  # real child processes
 
 TOKEN = "gpu-S3CRET"
 DEVICES = 'device name="NVIDIA H200" total_mib=143771 base_used_mib=500 util=0\n' * 2

@@ -21,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers.paths import ROOT
 from tests.helpers.waiting import wait_for
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 RULES = ROOT / "prometheus" / "tfgpu-alerts.yml"
 TARGET = {"instance": "box:9400", "job": "tfgpu"}  # the labels Prometheus adds to each scraped series
 SCENARIO = (

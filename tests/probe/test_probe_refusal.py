@@ -8,7 +8,11 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
 from tfgpu_tui.env.targets import Candidate, ask_version
+
+pytestmark = pytest.mark.e2e  # real child processes
 
 
 def fake_python(tmp_path: Path, version: str) -> Path:

@@ -25,6 +25,8 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.follow import LogFollower
 from tfgpu_tui.training.watch import LogWatch
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 @pytest.fixture
 def specials(tmp_path: Path) -> Iterator[dict[str, tuple[Path, str]]]:

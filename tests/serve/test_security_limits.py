@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.monitor_helpers import record_notifications
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.children import TAIL_BYTES, BoundedCapture
@@ -15,6 +17,8 @@ from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.trial_runner import TrialRunner
 from tfgpu_tui.serve.policy import WRITES_REFUSED
 from tfgpu_tui.settings import Settings
+
+pytestmark = pytest.mark.e2e  # real child processes
 
 MB = 1024 * 1024
 

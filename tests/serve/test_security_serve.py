@@ -18,6 +18,8 @@ import pytest
 
 from tests.helpers.served import Served, WebTerminal, logged_in_client, open_session, serve
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 SECRET = "root:x:0:0"  # the first line of /etc/passwd
 
 

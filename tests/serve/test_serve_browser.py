@@ -41,7 +41,10 @@ READ_SCREEN_JS = """function () {
   return rows.join("\\n");
 }"""
 
-pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing()))
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing())),
+]
 
 
 def wait_for_http(url: str, process: subprocess.Popen, token: str, timeout: float = 60.0) -> None:

@@ -21,6 +21,8 @@ from tfgpu_tui.serve.guard import TOKEN_ENV_VAR, Token
 from tfgpu_tui.serve.server import DashboardServer
 from tfgpu_tui.serve.session import WEB_DRIVER, Download, decode_chunk, session_environment
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 TOKEN = Token("a-test-token-of-enough-length", "test")
 # A small app that, once on screen, asks to open two URLs and offers a file saying whether it can see the
 # server's token.

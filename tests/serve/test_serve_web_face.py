@@ -19,6 +19,8 @@ from tfgpu_tui.cli import main
 from tfgpu_tui.serve.guard import Token
 from tfgpu_tui.serve.server import DashboardServer
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 PACKAGE = ROOT / "tfgpu_tui"
 TOKEN = Token("a-test-token-of-enough-length", "test")
 # Where a page makes the browser fetch something: src= / href= attributes, CSS url(...) and @import.

@@ -17,6 +17,8 @@ from tfgpu_tui.training.log_sources import (
     refresh_writer,
 )
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 @pytest.fixture
 def children():

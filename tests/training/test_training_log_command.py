@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.paths import FIXTURES
 from tfgpu_tui.cli import main
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 FIXTURES = FIXTURES / "training"
 
 
@@ -21,7 +23,8 @@ def test_table_output(capsys):
     assert main(["log", str(FIXTURES / "keras3_verbose1.log")]) == 0
     out = capsys.readouterr().out
     assert "epoch  time  accuracy    loss  val_accuracy  val_loss" in out
-    assert "3/3" in out and "0.6923" in out and "FINISHED" in out
+    assert "3/3" in out and "0.6923" in out and "[info] Training finished (line 9)" in out
+    assert "FINISHED" not in out  # titles in words, no internal codes (issue 39)
 
 
 def test_json_keys_documented_in_the_issue(capsys):
@@ -30,8 +33,9 @@ def test_json_keys_documented_in_the_issue(capsys):
     assert set(data) >= {"epochs", "current", "problems"}
     assert set(data["current"]) >= {"epoch", "step", "total_steps", "eta_seconds", "metrics"}
     assert data["current"]["eta_seconds"] is None  # the run crashed: no time left to show (issue 24)
-    oom = next(p for p in data["problems"] if p["id"] == "OOM_TENSOR")
-    assert oom["line_number"] == 11 and oom["message"] and oom["fix"]
+    (oom,) = data["problems"]  # the error and the allocation it failed are one problem (issue 39)
+    assert oom["id"] == "EXCEPTION" and oom["title"] == "Out of GPU memory" and oom["line_number"] == 8
+    assert "shape [" in oom["message"] and oom["fix"] and oom["rank"] is None
 
 
 def test_json_epochs(capsys):
@@ -123,9 +127,9 @@ def test_follow_text_prints_no_empty_fix_after_finished(tmp_path):
         assert child.stdout.readline().strip() == str(log)  # the summary printed at start
         log.write_text("Epoch 1/1\n10/10 - 1s - 5ms/step - loss: 0.5000 - val_loss: 0.6000\n")
         line = ""
-        while "FINISHED" not in line:  # the file event and the epoch come first; the pipe closes on failure
+        while "Training finished" not in line:  # the file event and the epoch come first
             line = child.stdout.readline()
-            assert line, "log --follow ended before reporting FINISHED"
+            assert line, "log --follow ended before reporting that training finished"
         assert line.rstrip().endswith("final loss 0.5.") and "fix:" not in line
     finally:
         guard.cancel()

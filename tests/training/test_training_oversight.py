@@ -26,6 +26,8 @@ from tfgpu_tui.training.run import EpochRecord
 from tfgpu_tui.training.synthetic import keras3_log
 from tfgpu_tui.training.watch import LogWatch, estimate_end_times
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 @pytest.fixture
 def children():

@@ -20,6 +20,8 @@ from tfgpu_tui.ui import training as training_ui
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.training import TrainingTab
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 #: Writes a partial Keras run (from the file named by argv[1]) to its stdout, then sleeps.
 
 

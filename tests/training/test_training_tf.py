@@ -14,7 +14,7 @@ import pytest
 
 from tfgpu_tui.training.watch import LogWatch
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.e2e, pytest.mark.tf]
 
 TRAIN_SCRIPT = textwrap.dedent(
     """

@@ -15,6 +15,8 @@ from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.training import TrainingTab
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 
 async def test_e_on_a_cpu_fallback_process_jumps_to_its_finding() -> None:
     app = TfgpuApp(Settings(demo=True, interval=FAST))

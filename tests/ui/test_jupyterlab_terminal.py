@@ -14,7 +14,10 @@ import pytest
 
 from tests.helpers.jupyterlab_terminal import LabTerminal, jupyterlab_missing, lab_terminal
 
-pytestmark = pytest.mark.skipif(bool(jupyterlab_missing()), reason=jupyterlab_missing() or "")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(bool(jupyterlab_missing()), reason=jupyterlab_missing() or ""),
+]
 
 TAB_LABELS = ("Environment", "Monitor", "Training", "Batch probe")
 # A key of each tab's footer: it shows which tab is active.

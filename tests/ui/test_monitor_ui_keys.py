@@ -4,7 +4,6 @@ the kill dialog's keys and signal choice (demo with 8 GPUs at 80x24, where the t
 from __future__ import annotations
 
 import signal
-from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import OptionList
@@ -13,7 +12,7 @@ from tests.helpers.monitor_helpers import FAST, MonitorOnly, shown_pids
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui import app as app_module
+from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
@@ -146,7 +145,7 @@ async def test_the_signal_chosen_in_the_dialog_is_sent() -> None:
 class FirstFrameFocus(TfgpuApp):
     """Records which widget has the focus when the first frame has been drawn."""
 
-    CSS_PATH = Path(app_module.__file__).with_name(TfgpuApp.CSS_PATH)
+    CSS_PATH = APP_STYLESHEET
     focused_at_first_frame: str = ""
 
     def on_mount(self) -> None:

@@ -10,10 +10,10 @@ from textual.widget import Widget
 from tests.helpers.monitor_helpers import FAST, shown_pids
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import ALERT_TITLE_ROOM, StatusHeader
 from tfgpu_tui.ui.monitor import MonitorTab, gpu_row_lines
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
 from tfgpu_tui.ui.widgets.gpu_card import GpuCard
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList

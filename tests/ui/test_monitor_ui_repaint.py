@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tfgpu_tui.gpu.model import HostState, ProcessRow, Snapshot
-from tfgpu_tui.ui.monitor import CSS_PATH as MONITOR_CSS
+from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.widgets.process_table import ProcessTable, build_process_rows
 
 ROWS = 40
@@ -24,7 +24,7 @@ def _snapshot(cpu_of: dict[int, float]) -> Snapshot:
 
 
 class TableOnly(App[None]):
-    CSS_PATH = MONITOR_CSS
+    CSS_PATH = APP_STYLESHEET
 
     def compose(self) -> ComposeResult:
         yield ProcessTable(id="table")

@@ -14,9 +14,10 @@ from tfgpu_tui.gpu.model import (
     ProcessRow,
     Snapshot,
 )
+from tfgpu_tui.sizes import mib_text
 from tfgpu_tui.ui.widgets.alerts_panel import render_alerts
 from tfgpu_tui.ui.widgets.gpu_card import render_card, unavailable_tooltip
-from tfgpu_tui.ui.widgets.gpu_format import duration_text, mib_text
+from tfgpu_tui.ui.widgets.gpu_format import duration_text
 from tfgpu_tui.ui.widgets.host_line import render_host_line
 from tfgpu_tui.ui.widgets.process_table import COLUMNS, build_process_rows, row_key
 
@@ -90,7 +91,7 @@ def test_unresolved_rows_are_kept_with_their_marker() -> None:
 def test_a_guessed_pairing_says_probably_first_even_where_the_command_is_cut() -> None:
     """At 80 columns the command column keeps about 20 cells: a pairing by start order must still read as a
     guess there (it read "[NVML PID 24823, …" with "probably" cut off)."""
-    from tfgpu_tui.text_fit import whole_words
+    from tfgpu_tui.ui.text_fit import whole_words
 
     guess = Attribution.START_ORDER
     paired = _process(16, gpu_memory_mib=4096.0, attribution=guess, host_pid=24823, command="python eval.py")
@@ -107,6 +108,24 @@ def test_jupyter_kernels_show_notebook_or_kernel_id() -> None:
     rows = build_process_rows(_snapshot([named, unnamed]), "pid")
     assert "notebook work/train.ipynb" in _cell(rows, 0, "command") and "idle" in _cell(rows, 0, "command")
     assert _cell(rows, 1, "command") == "jupyter kernel def-123 (server owned by alice)"
+
+
+def test_gpus_says_the_command_in_the_words_of_the_table() -> None:
+    from tfgpu_tui.commands.gpus import process_command
+
+    rows = [
+        _process(
+            1, jupyter=JupyterKernel("abc", "work/train.ipynb", execution_state="idle"), idle_seconds=600
+        ),
+        _process(2, jupyter=JupyterKernel("def-123", None, why_unknown="server owned by alice")),
+        _process(3, host_state=HostState.ZOMBIE, own_child=True),
+        _process(4, command="python train.py --epochs 3"),
+    ]
+    table = build_process_rows(_snapshot(rows), "pid")
+    assert [process_command(row) for row in rows] == [_cell(table, i, "command").rstrip() for i in range(4)]
+    assert process_command(rows[0]) == "[idle 10m] notebook work/train.ipynb [idle]"
+    tf_job = _process(5, command="python train.py", tensorflow_loaded=True)
+    assert process_command(tf_job) == "[TF] python train.py"  # gpus has no TF column: the mark says it
 
 
 def _device(**fields: object) -> DeviceSample:

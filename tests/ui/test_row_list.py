@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tfgpu_tui.gpu.model import HostState, ProcessRow, Snapshot
-from tfgpu_tui.ui.monitor import CSS_PATH as MONITOR_CSS
+from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.widgets.hosts_table import HostsTable
 from tfgpu_tui.ui.widgets.process_table import ProcessTable, build_process_rows
 
@@ -17,7 +17,7 @@ def _snapshot() -> Snapshot:
 
 
 class TwoTables(App[None]):
-    CSS_PATH = MONITOR_CSS
+    CSS_PATH = APP_STYLESHEET
     CSS = "#plain > .process-table--tf { color: #ff0000; text-style: none; }"
 
     def compose(self) -> ComposeResult:

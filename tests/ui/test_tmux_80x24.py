@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.tmux_terminal import NO_TMUX, Terminal
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)]
 
 PRIORITY_COLUMNS = ["epoch", "loss", "val_loss", "time"]
 FIX = "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"  # the demo's fix for its CUDA-libraries finding

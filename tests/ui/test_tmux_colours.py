@@ -19,7 +19,7 @@ from tests.helpers.sgr_cells import Cell, cells, hard_to_read
 from tests.helpers.tmux_terminal import NO_TMUX, Terminal
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("tmux") is None, reason=NO_TMUX)]
 
 # Scrollbar thumbs are drawn by Textual for every scrolling widget (not a control of a tab) and not checked.
 SCROLLBAR_GLYPHS = set("▁▂▃▄▅▆▇")

@@ -10,6 +10,8 @@ import pytest
 
 from tfgpu_tui.ui.widgets.finding_detail import is_command, wrap_fix
 
+pytestmark = pytest.mark.e2e  # real child processes
+
 COMMANDS = [
     "/home/someone/venvs/tensorflow-gpu-env/bin/python3 -m pip uninstall -y tensorflow-cpu && "
     "/home/someone/venvs/tensorflow-gpu-env/bin/python3 -m pip install 'tensorflow[and-cuda]==2.18.0'",

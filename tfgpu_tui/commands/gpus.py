@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
-from tfgpu_tui.durations import idle_text, running_text
+from tfgpu_tui.durations import running_text
 from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
@@ -113,30 +113,10 @@ def mig_line(mig: MigDevice) -> str:
 
 
 def process_command(row: ProcessRow) -> str:
-    """The command column: the notebook for Jupyter kernels, a marker for unresolved rows, how a row was
-    joined to its process inside a container, and why its memory is not a reported figure."""
-    from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
-    from tfgpu_tui.gpu.model import HostState
+    """The command column, in the words of the Monitor's table (`[TF]` marks TensorFlow here: no column)."""
+    from tfgpu_tui.gpu.command_column import command_words
 
-    tags = "".join(f"[{tag}] " for tag in (attribution_tag(row), memory_tag(row)) if tag)
-    if row.host_state is not HostState.OK:
-        return f"{tags}<{row.host_state.value}>"
-    command = row.command or ""
-    if row.jupyter is not None:
-        kernel = row.jupyter
-        if kernel.notebook_path:
-            command = f"[jupyter] {kernel.notebook_path}"
-        else:
-            why = f" ({kernel.why_unknown})" if kernel.why_unknown else ""
-            command = f"[jupyter kernel {kernel.kernel_id}]{why} {command}"
-        if kernel.execution_state:
-            command += f" [{kernel.execution_state}]"
-    marks = "[TF] " if row.tensorflow_loaded else ""
-    if row.own_child:
-        marks += "[tfgpu-tui child] "
-    if row.idle_seconds is not None and row.idle_seconds >= 60:
-        marks += f"[idle {idle_text(row.idle_seconds)}] "
-    return tags + marks + command
+    return command_words(row, tensorflow_mark=True)
 
 
 def process_line(row: ProcessRow) -> str:

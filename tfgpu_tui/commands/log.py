@@ -166,10 +166,10 @@ def summary_text(run: TrainingRun, path: Path, around: OversightState | None = N
     out.append("")
     out.append("Problems:" if problems else "Problems: none found")
     for problem, fix in zip(problems, fixes_to_show(problems), strict=True):
-        where = f", line {problem.line_number}" if problem.line_number else ""
+        where = f" ({problem.where()})" if problem.where() else ""
         times = f" x{problem.count}" if problem.count > 1 else ""
         level = problem.severity.name.lower()
-        out.append(f"  [{level}] {problem.title} ({problem.id}{where}){times}: {problem.message}")
+        out.append(f"  [{level}] {problem.title}{where}{times}: {problem.message}")
         if fix:
             out.append(f"      fix: {fix}")
     return "\n".join(out)
@@ -236,6 +236,7 @@ def _text_emitter(watch: LogWatch, around: OversightState):
             )
         else:
             fix = f"  fix: {data['fix']}" if data["fix"] else ""
-            print(f"[{data['severity']}] {data['title']} ({data['id']}): {data['message']}{fix}", flush=True)
+            rank = f" (rank {data['rank']})" if data.get("rank") is not None else ""
+            print(f"[{data['severity']}] {data['title']}{rank}: {data['message']}{fix}", flush=True)
 
     return emit

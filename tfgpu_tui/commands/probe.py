@@ -8,9 +8,11 @@ import sys
 
 from tfgpu_tui.cli import PYTHON_CHAIN, add_python_option, finite_number, number_in, settings_from_args
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands.probe_pipeline import PIPELINE_HELP, pipeline_request, run_pipeline
 from tfgpu_tui.env.targets import Target, resolve_target
 from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.interpreter import interpreter_problem
+from tfgpu_tui.probe.pipeline_request import check_pipeline_spec
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
@@ -84,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help=f"stop a trial that runs longer than this (default {DEFAULT_TRIAL_TIMEOUT_SECONDS:g})",
     )
+    parser.add_argument("--pipeline", default=None, metavar="MODULE:FUNCTION", help=PIPELINE_HELP)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_python_option(
         parser, f"Python interpreter whose TensorFlow runs the trials (default, as `check`: {PYTHON_CHAIN})"
@@ -135,7 +138,10 @@ def trial_line(trial: Trial) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the probe; exit 0 when a batch fits, 1 when none does or a trial errors, 2 on bad input."""
+    """Run the probe; exit 0 when a batch fits, 1 when none does or a trial errors, 2 on bad input. With
+    --pipeline, time the pipeline instead (`commands.probe_pipeline`)."""
+    if args.pipeline is not None:
+        return run_pipeline_probe(args)
     target = resolve_target(settings_from_args(args).python)
     try:
         request = request_from_args(args, target)
@@ -181,3 +187,16 @@ def exit_code(result: ProbeResult, comparison: PrecisionComparison | None = None
     """0 when some batch fits (and the mixed run of a comparison did not fail), else 1."""
     mixed_failed = comparison is not None and comparison.mixed is not None and bool(comparison.mixed.error)
     return 0 if result.max_batch is not None and not result.error and not mixed_failed else 1
+
+
+def run_pipeline_probe(args: argparse.Namespace) -> int:
+    """`probe --pipeline`: the spec checked before anything else runs, then the request, then the child."""
+    try:
+        check_pipeline_spec(args.pipeline)
+        target = resolve_target(settings_from_args(args).python)
+        default_device = "" if args.device else (gpu_devices() or ["CPU"])[0]
+        request = pipeline_request(args, target, default_device)
+    except ProbeRequestError as error:
+        print(f"tfgpu-tui probe: {error}", file=sys.stderr)
+        return 2
+    return run_pipeline(request, target.why, args.json)

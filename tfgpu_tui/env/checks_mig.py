@@ -9,15 +9,12 @@ from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult
 from tfgpu_tui.gpu.cuda_devices import mig_cuda_devices
 from tfgpu_tui.gpu.model import MigDevice
+from tfgpu_tui.sizes import gib_text
 
 WHY = (
     "On a GPU in MIG mode CUDA runs only on its MIG devices: TensorFlow sees the slice it is given as GPU:0, "
     "with the slice's memory, not the whole GPU's."
 )
-
-
-def _gib(mib: float | None) -> str:
-    return "?" if mib is None else f"{mib / 1024:.1f} GiB"
 
 
 def _free(mig: MigDevice) -> float | None:
@@ -27,7 +24,7 @@ def _free(mig: MigDevice) -> float | None:
 
 
 def _slice(mig: MigDevice) -> str:
-    memory = f"{_gib(_free(mig))} free of {_gib(mig.memory_total_mib)}"
+    memory = f"{gib_text(_free(mig), '?')} free of {gib_text(mig.memory_total_mib, '?')}"
     return f"{mig.label} {mig.profile or mig.name} ({memory}, {mig.uuid})"
 
 
@@ -63,7 +60,9 @@ def check_mig(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
         return Verdict(Status.WARNING, f"{gpus}: {problem}. MIG devices: {listed}.", WHY, fix)
     uses = ", ".join(f"GPU:{c.ordinal} = {c.name}" for c in found)
     first = found[0].mig if found else None
-    memory = f" with {_gib(first.memory_total_mib)} ({_gib(_free(first))} free)" if first else ""
+    memory = (
+        f" with {gib_text(first.memory_total_mib, '?')} ({gib_text(_free(first), '?')} free)" if first else ""
+    )
     return Verdict(
         Status.OK,
         f"{gpus}. TensorFlow sees {uses}{memory}; the batch probe budgets by that slice.",

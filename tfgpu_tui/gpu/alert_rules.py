@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tfgpu_tui.alerts import Alert, Severity, ordered
+from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, MigDevice, ProcessRow, used_percent
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.sizes import size_text
 
 FALLBACK_PROCESS_FIX = (
     'In that environment run `python -c "import tensorflow as tf; '
@@ -69,14 +71,6 @@ MEMORY_FULL_FIX = (
     "New work will fail with OOM: end idle holders (stale kernels), lower the batch size, or let TensorFlow "
     "grow memory on demand (`tf.config.experimental.set_memory_growth(gpu, True)`)"
 )
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
-
-
-def _mib(mib: float) -> str:
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
 
 
 def _describe(row: ProcessRow) -> str:
@@ -174,9 +168,9 @@ class AlertRules:
                     Alert(
                         "cpu_fallback",
                         Severity.WARNING,
-                        f"GPU {device.index} at 0 % over {_minutes(now - since)} while {_describe(holder)} "
-                        f"holds {_mib(holder.gpu_memory_mib or 0)} of it: the work is running on the CPU or "
-                        "starved for input",
+                        f"GPU {device.index} at 0 % over {minutes_text(now - since)} while "
+                        f"{_describe(holder)} holds {size_text(holder.gpu_memory_mib or 0)} of it: the work "
+                        "is running on the CPU or starved for input",
                         FALLBACK_IDLE_FIX,
                         f"GPU {device.index}",
                         PLACEMENT_FINDING,
@@ -264,12 +258,12 @@ class AlertRules:
     def _stale_alert(self, row: ProcessRow, idle: float, starved: bool) -> Alert:
         """The stale-holder alert: what holds how much, since when, and the fix that applies to it (another
         namespace's entry is not the user's to end: advice, unless this container is short of memory)."""
-        held = f"{'≈ ' if row.memory_estimated else ''}{_mib(row.gpu_memory_mib or 0)}"
+        held = f"{'≈ ' if row.memory_estimated else ''}{size_text(row.gpu_memory_mib or 0)}"
         severity = Severity.WARNING
         if not row.local:
             message = (
                 f"NVML's PID {row.nvml_pid}, another container's or the host's process, has held {held} on "
-                f"GPU {row.gpu_index} at 0 % SM, idle for {_minutes(idle)}"
+                f"GPU {row.gpu_index} at 0 % SM, idle for {minutes_text(idle)}"
             )
             fix = (
                 "It is not yours and cannot be ended from here: if you rent this GPU whole, ask the provider "
@@ -292,9 +286,8 @@ class AlertRules:
             )
         else:
             fix = f"If it is finished, end it: {KILL_HINT} (or `kill -TERM {row.pid}`)"
-        message = (
-            f"{_describe(row)} has held {held} on GPU {row.gpu_index} at 0 % SM, idle for {_minutes(idle)}"
-        )
+        idle_for = minutes_text(idle)
+        message = f"{_describe(row)} has held {held} on GPU {row.gpu_index} at 0 % SM, idle for {idle_for}"
         if row.attribution is not None and row.attribution.guess:
             message += " (probably this process: paired by start order)"
         return Alert("stale_vram", severity, message, fix, f"PID {row.pid}")
@@ -338,7 +331,7 @@ class AlertRules:
                     "input_starvation",
                     Severity.WARNING,
                     f"{_describe(row)}: GPU {row.gpu_index} averaged {mean_util:.0f} % utilisation over "
-                    f"{_minutes(window)} while the process kept {mean_cpu:.0f} % CPU busy: the input "
+                    f"{minutes_text(window)} while the process kept {mean_cpu:.0f} % CPU busy: the input "
                     "pipeline cannot feed the GPU",
                     STARVATION_FIX,
                     f"PID {row.pid}",

@@ -26,6 +26,10 @@ from tfgpu_tui.text_clean import clean_line
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "ip6-localhost", "0.0.0.0", ""}  # noqa: S104 - we only ask
 REQUEST_TIMEOUT_SECONDS = 0.5
 LOOKUP_BUDGET_SECONDS = 1.0  # all servers together, for one inline lookup
+# A one-shot command (`gpus`) asks once and answers once: it waits longer for a server that a loaded machine
+# slows down (a fast server answers in milliseconds either way).
+ONE_SHOT_REQUEST_TIMEOUT_SECONDS = 2.0
+ONE_SHOT_BUDGET_SECONDS = 4.0
 SESSIONS_TTL_SECONDS = 5.0
 KEEP_ANSWER_SECONDS = 30.0  # a server's last answer, kept while its runtime file stays but it does not answer
 NO_SERVER = "no Jupyter server found (no jpserver-*.json or nbserver-*.json runtime file of this user)"
@@ -177,8 +181,13 @@ def fetch_sessions(server_file: Path, timeout: float = REQUEST_TIMEOUT_SECONDS) 
     return ask_server(info, timeout)[0] if isinstance(info, dict) else {}
 
 
-def lookup(folders: list[Path], budget: float = LOOKUP_BUDGET_SECONDS) -> Lookup:
-    """Ask every live server whose runtime file is in ``folders``, within ``budget`` seconds in all."""
+def lookup(
+    folders: list[Path],
+    budget: float = LOOKUP_BUDGET_SECONDS,
+    request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+) -> Lookup:
+    """Ask every live server whose runtime file is in ``folders``, within ``budget`` seconds in all and
+    ``request_timeout`` a request."""
     deadline = time.monotonic() + budget
     result = Lookup()
     files = [file for folder in dict.fromkeys(folders) for file in server_files(folder)]
@@ -199,7 +208,7 @@ def lookup(folders: list[Path], budget: float = LOOKUP_BUDGET_SECONDS) -> Lookup
         if left <= 0.05:
             reasons.append("the Jupyter servers did not all answer in time")
             break
-        sessions, why = ask_server(info, min(REQUEST_TIMEOUT_SECONDS, left))
+        sessions, why = ask_server(info, min(request_timeout, left))
         if why:
             reasons.append(why)
             continue
@@ -222,9 +231,12 @@ class JupyterResolver:
     cached answer does not know triggers an early refresh (a notebook opened since).
     """
 
-    def __init__(self, background: bool = True, budget: float = LOOKUP_BUDGET_SECONDS) -> None:
+    def __init__(self, background: bool = True, budget: float | None = None) -> None:
+        """`background`: later lookups in a thread (the app); without, every lookup is inline and waits
+        longer for a slow server (one-shot commands)."""
         self._background = background
-        self._budget = budget
+        self._budget = budget or (LOOKUP_BUDGET_SECONDS if background else ONE_SHOT_BUDGET_SECONDS)
+        self._request_timeout = REQUEST_TIMEOUT_SECONDS if background else ONE_SHOT_REQUEST_TIMEOUT_SECONDS
         self._lock = threading.Lock()
         self._result: Lookup | None = None
         self._stamp = 0.0
@@ -237,7 +249,7 @@ class JupyterResolver:
         with self._lock:
             folders = [*sorted(self._extra_dirs), *default_runtime_dirs()]
         try:
-            result = lookup(folders, self._budget)
+            result = lookup(folders, self._budget, self._request_timeout)
         except Exception:  # noqa: BLE001 - a lookup must never break sampling
             result = Lookup(why="the Jupyter server lookup failed")
         now = time.monotonic()

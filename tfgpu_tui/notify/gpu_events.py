@@ -5,6 +5,7 @@ nothing)."""
 from __future__ import annotations
 
 from tfgpu_tui.alerts import Alert, Severity
+from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.notify.events import Event, EventKind
 
@@ -17,10 +18,6 @@ ALERT_EVENTS = {
 }
 IDLE_FIX = "If the work is done, stop the instance; else start the next job"
 NVML_LOST_FIX = "Check `nvidia-smi` and `dmesg` (an Xid error); the machine may need a reboot"
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:.0f} seconds"
 
 
 class GpuEvents:
@@ -79,8 +76,8 @@ class GpuEvents:
                 continue
             subject = f"GPU {device.index} ({device.name})"
             message = (
-                f"GPU {device.index} ({device.name}) has been at 0 % for {_minutes(idle)} and no followed "
-                "training log has grown: the instance is billed for nothing."
+                f"GPU {device.index} ({device.name}) has been at 0 % for {minutes_text(idle, words=True)} "
+                "and no followed training log has grown: the instance is billed for nothing."
             )
             events.append(
                 Event(

@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -26,6 +27,8 @@ from tfgpu_tui.text_clean import clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)
 POLL_SECONDS = 0.1
+# Why a worker child was ended early (WorkerRun.stopped).
+CANCELLED, TIMED_OUT, HOST_MEMORY = "cancelled", "timeout", "host_memory"
 # Stop a CPU trial before the kernel's OOM killer picks a victim (perhaps not ours).
 MIN_HOST_AVAILABLE_FRACTION = 0.03
 
@@ -75,41 +78,71 @@ class TrialRunner:
 
     def run_trial(self, batch_size: int) -> Trial:
         """Train at one batch size in a fresh child and classify what happened."""
+        request = self.request
         try:
-            # on leaving, even by Ctrl+C, a child still running is ended: it must not be left holding memory
-            with child(self.command(batch_size), child_environment(self.request.device)) as process:
-                return self._wait(process, batch_size)
+            done = run_worker(
+                self.command(batch_size),
+                child_environment(request.device),
+                request.trial_timeout_seconds,
+                lambda: self.cancelled,
+            )
         except OSError as error:
-            return Trial(batch_size, ERROR, message=f"cannot start {self.request.python}: {error.strerror}")
+            return Trial(batch_size, ERROR, message=f"cannot start {request.python}: {error.strerror}")
+        if done.stopped == CANCELLED:
+            return Trial(batch_size, ERROR, message="cancelled")
+        if done.stopped == TIMED_OUT:
+            return timeout_trial(batch_size, request.trial_timeout_seconds)
+        if done.stopped == HOST_MEMORY:
+            return Trial(batch_size, OOM, message="stopped: host memory nearly exhausted")
+        if done.report is not None:
+            return trial_from_report(batch_size, done.report, request.budget_mb, request.timed)
+        return trial_from_exit(batch_size, done.returncode, done.stderr)
 
-    def _wait(self, process: subprocess.Popen[bytes], batch_size: int) -> Trial:
-        """Wait for the child (keeping the last 64 KB of its output), killing it on timeout, cancellation
-        or host memory running out."""
-        deadline = time.monotonic() + self.request.trial_timeout_seconds
-        stopped: list[Trial] = []
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """What one worker child did: `stopped` says why it was ended early (empty when it ended on its own);
+    `report` is its JSON result line, or None; the outputs are cleaned of escape sequences and bounded."""
+
+    stopped: str
+    returncode: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any] | None
+
+
+def run_worker(
+    command: list[str], env: dict[str, str], timeout_seconds: float, cancelled: Callable[[], bool]
+) -> WorkerRun:
+    """Run one worker child (marked, in its own process group, its output bounded to the last 64 KB of each
+    stream) until it ends, ending it on cancellation, after `timeout_seconds` or when host memory runs out.
+    Raises OSError when it cannot be started."""
+    deadline = time.monotonic() + timeout_seconds
+    stopped: list[str] = []
+
+    # on leaving, even by Ctrl+C, a child still running is ended: it must not be left holding memory
+    with child(command, env) as process:
 
         def should_stop() -> bool:
-            if self.cancelled:
-                stopped.append(Trial(batch_size, ERROR, message="cancelled"))
+            if cancelled():
+                stopped.append(CANCELLED)
             elif time.monotonic() > deadline:
-                stopped.append(timeout_trial(batch_size, self.request.trial_timeout_seconds))
+                stopped.append(TIMED_OUT)
             elif host_memory_nearly_gone():
-                stopped.append(Trial(batch_size, OOM, message="stopped: host memory nearly exhausted"))
+                stopped.append(HOST_MEMORY)
             if stopped:
                 end_child(process)
             return bool(stopped)
 
         stdout, stderr = communicate_bounded(process, poll=POLL_SECONDS, should_stop=should_stop)
         process.wait()
-        if stopped:
-            return stopped[0]
-        report = parse_report(clean_text(stdout.decode("utf-8", "replace")))
-        if report is not None:
-            return trial_from_report(batch_size, report, self.request.budget_mb, self.request.timed)
-        return trial_from_exit(batch_size, process.returncode, clean_text(stderr.decode("utf-8", "replace")))
+    out = clean_text(stdout.decode("utf-8", "replace"))
+    err = clean_text(stderr.decode("utf-8", "replace"))
+    report = None if stopped else parse_report(out)
+    return WorkerRun(stopped[0] if stopped else "", process.returncode, out, err, report)
 
 
-def parse_report(stdout: str) -> dict[str, object] | None:
+def parse_report(stdout: str) -> dict[str, Any] | None:
     """The child's JSON report (the last line that starts with the marker), or None."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(worker.RESULT_MARKER):

@@ -24,6 +24,10 @@ CODE_REFUSED = (
     "models given as package.module:function run code on this machine, which this session may not do "
     "(the server's --allow-code allows it); use a builtin: model or a model file under {root}"
 )
+PIPELINE_REFUSED = (
+    "a pipeline function runs code on this machine, which this session may not do (the server's "
+    "--allow-code allows it)"
+)
 WRITES_REFUSED = "This session writes nothing on the machine it runs on (least privilege)."
 
 
@@ -85,6 +89,12 @@ def model_refusal(policy: AccessPolicy, spec: str) -> str | None:
             return f"{spec} is not a saved model file ({', '.join(MODEL_FILE_SUFFIXES)})"
         return None
     return CODE_REFUSED.format(root=root or "the log root")
+
+
+def pipeline_refusal(policy: AccessPolicy) -> str | None:
+    """Why this session may not time a ``package.module:function`` pipeline (it imports the user's code),
+    or None."""
+    return None if policy.allow_code else PIPELINE_REFUSED
 
 
 class HasPath(Protocol):

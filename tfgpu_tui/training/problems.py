@@ -4,19 +4,13 @@ killer, a stalled or deleted log, and the good news that training finished."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.diagnoses import Diagnosis, load_signatures
 
 KILLED = re.compile(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^\S*: line \d+: +\d+ Killed\b")
-# SLURM ends a job by signal and says so in its .out file (often glued to a progress bar): the time limit,
-# preemption, the memory cgroup's OOM killer.
-SLURM_KILLED = re.compile(
-    r"slurmstepd: error: (?:\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT"
-    r"|Detected \d+ oom.kill event|Job \d+ exceeded memory limit)"
-)
 TRACEBACK_START = "Traceback (most recent call last):"
 #: Python prints this before a traceback it swallowed (an error in ``__del__`` at interpreter exit, e.g.
 #: TF 1.x's ``BaseSession.__del__`` ... ``TypeError: 'NoneType' object is not callable``): noise.
@@ -87,6 +81,39 @@ EXCEPTION_FIX = (
 ERROR_MODULE = re.compile(r"^(?:[a-z_][\w]*\.)+(?=[A-Z]\w*(?:Error|Exception|Exhausted|Interrupt)\b)")
 
 
+#: tf.debugging.check_numerics' words in the error it raises.
+CHECK_NUMERICS_ERROR = "Tensor had"
+#: Known-signature ids of TensorFlow advisories: warnings a run survives (shown as info) until it fails for
+#: their reason. The others of the issue's list (cuDNN/cuBLAS factory "already registered", oneDNN, the NUMA
+#: notice) are noise in the knowledge base and TF-TRT's "Could not find TensorRT" is optional: info already.
+PTXAS = "PTXAS_MISSING"
+ADVISORIES = frozenset({PTXAS})
+ADVISORY_TEXTS = {
+    PTXAS: (
+        "ptxas not found (the driver compiled instead)",
+        "TensorFlow did not find ptxas and let the NVIDIA driver compile its GPU kernels; the run went on. "
+        "Only XLA (jit_compile=True) needs ptxas.",
+    ),
+}
+#: Words of a ptxas line that reports a failure, not the advisory (XLA's op failing, an error's own lines).
+PTXAS_FAILURE = re.compile(r"OP_REQUIRES failed|xla_ops|xla_compile|Not found:|NOT_FOUND|Error:")
+#: An error about compiling GPU code (what a missing ptxas breaks), and one that names XLA.
+COMPILE_ERROR = re.compile(r"ptxas|\bPTX\b|compil|libdevice|sass", re.IGNORECASE)
+XLA_ERROR = re.compile(r"\bXLA\b|xla_|jit_compile|XlaRuntimeError", re.IGNORECASE)
+
+
+def is_advisory(problem_id: str, line: str) -> bool:
+    """Whether a known message is an advisory the run carries on after: ptxas not found while TensorFlow
+    falls back to the driver (redzone allocator, autotuning), not XLA's op failing for want of it."""
+    return problem_id in ADVISORIES and PTXAS_FAILURE.search(line) is None
+
+
+def as_advisory(problem: Problem) -> Problem:
+    """An advisory's problem as information: the run survived it."""
+    title, message = ADVISORY_TEXTS[str(problem.id)]
+    return replace(problem, severity=Severity.INFO, title=title, message=message)
+
+
 def title_for(problem_id: ProblemId | str) -> str:
     """A problem id in a few words: the training code's own titles, else the id in words."""
     return PROBLEM_TITLES.get(str(problem_id)) or str(problem_id).replace("_", " ").capitalize()
@@ -105,6 +132,7 @@ class Problem:
         line: the line itself ("" when not from a line).
         count: how many times it was seen.
         title: the problem in a few words (filled from the id when not given).
+        rank: the rank that printed it, when a launcher's prefix said (``[1,0]<stderr>:``, ``srun --label``).
     """
 
     id: ProblemId | str
@@ -115,23 +143,31 @@ class Problem:
     line: str = ""
     count: int = 1
     title: str = ""
+    rank: int | None = None
 
     def __post_init__(self) -> None:
         if not self.title:
             object.__setattr__(self, "title", title_for(self.id))
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready: id, title, severity, line_number, message, fix, line, count."""
+        """JSON-ready: id, title, severity, line_number, rank, message, fix, line, count."""
         return {
             "id": str(self.id),
             "title": self.title,
             "severity": self.severity.name.lower(),
             "line_number": self.line_number,
+            "rank": self.rank,
             "message": self.message,
             "fix": self.fix,
             "line": self.line,
             "count": self.count,
         }
+
+    def where(self) -> str:
+        """``rank 1, line 40``: where the problem was seen, "" when nowhere in particular."""
+        parts = [f"rank {self.rank}"] if self.rank is not None else []
+        parts += [f"line {self.line_number}"] if self.line_number else []
+        return ", ".join(parts)
 
     def to_alert(self, subject: str) -> Alert:
         """The problem as a header alert."""
@@ -181,16 +217,9 @@ def is_oom_exception(exception_line: str) -> bool:
     return OOM_EXCEPTION.search(exception_line) is not None
 
 
-def killed_message(text: str) -> str:
-    """What a killed line means, in words."""
-    if SLURM_KILLED.search(text):
-        return f"SLURM ended the job: {text.split('slurmstepd: error:', 1)[1].strip(' *')}"
-    return "The training process was killed."
-
-
 def is_killed_line(text: str) -> bool:
     """``Killed`` from the shell (the OOM killer's SIGKILL as bash reports it)."""
-    return len(text) < 300 and (KILLED.search(text) is not None or SLURM_KILLED.search(text) is not None)
+    return len(text) < 300 and KILLED.search(text) is not None
 
 
 class TracebackTracker:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.alerts import Severity
@@ -40,6 +40,29 @@ STOPPED_BY = {
 def lower_first(sentence: str) -> str:
     """A sentence to follow a colon: its first letter in lower case (``Your run ...`` -> ``your run ...``)."""
     return sentence[:1].lower() + sentence[1:]
+
+
+def one_problem_per_cause(found: list[Problem]) -> list[Problem]:
+    """The error that stopped the run absorbs the known message that said the same thing: an out-of-memory
+    error and the allocation it failed (its detail joins the error's sentence), a check_numerics error and
+    the NaN found by check_numerics."""
+    exception = next((p for p in found if p.id == ProblemId.EXCEPTION), None)
+    if exception is None:
+        return found
+    absorbed: set[str] = set()
+    if known.is_oom_exception(exception.line):
+        for problem in found:
+            if str(problem.id) in OOM_PROBLEMS:
+                absorbed.add(str(problem.id))
+                exception = replace(exception, message=f"{exception.message} {problem.message}")
+                break
+    if known.CHECK_NUMERICS_ERROR in exception.line:
+        nan = next((p for p in found if p.id == ProblemId.NAN_LOSS), None)
+        if nan is not None and known.CHECK_NUMERICS_ERROR in nan.line:
+            absorbed.add(str(nan.id))
+    if not absorbed:
+        return found
+    return [exception if p.id == ProblemId.EXCEPTION else p for p in found if str(p.id) not in absorbed]
 
 
 class RunReadout:
@@ -108,10 +131,10 @@ class RunReadout:
     def problem_list(
         self, idle_seconds: float | None = None, writer: LogWriter | None = None
     ) -> list[Problem]:
-        """Problems, most severe first, then by line; with the stall check when idle time is given. The
-        allocator's "ran out of memory" warning is left out when a real out-of-memory error followed it (the
-        error is the problem)."""
-        found = list(self.problems.values())
+        """Problems, most severe first, then by line; with the stall check when idle time is given. One
+        cause is one problem (`one_problem_per_cause`), and the allocator's "ran out of memory" warning is
+        left out when a real out-of-memory error followed it (the error is the problem)."""
+        found = one_problem_per_cause(list(self.problems.values()))
         if self.ran_out_of_memory():
             found = [p for p in found if p.id != OOM_PRELUDE]
         stall = self.stall_problem(idle_seconds, writer) if idle_seconds is not None else None

@@ -32,6 +32,8 @@ from tfgpu_tui.training.keras_progress import (
     parse_progress,
     parse_values_line,
 )
+from tfgpu_tui.training.launchers import PREFIX_STARTS, split_launcher_prefix
+from tfgpu_tui.training.loop_lines import BadLoss, LoopEpoch, LoopEpochs, LossTable, bad_loss, loop_epoch
 from tfgpu_tui.training.problems import Problem, ProblemId
 from tfgpu_tui.training.readout import RunReadout, TrainingSnapshot
 from tfgpu_tui.training.records import (
@@ -47,6 +49,7 @@ from tfgpu_tui.training.records import (
     format_seconds,
     json_metrics,
 )
+from tfgpu_tui.training.scheduler import JobEnd, job_end
 
 __all__ = [
     "CurrentState",
@@ -68,6 +71,10 @@ INFINITIES = (math.inf, -math.inf)
 AWAIT_VALUES_LINES = 20  # a bar without values waits this many lines for a line that carries them
 TPU_FOUND = re.compile(r"Found TPU system|Num TPU Cores:")  # TensorFlow's TPU start-up lines
 NO_CUDA_DEVICE = "CUINIT_NO_DEVICE"  # the log signature that means no CUDA device
+XLA_COMPILED = "Compiled cluster using XLA"  # TensorFlow's line once XLA compiled something
+MAX_RANK_TRACKERS = 1024  # one traceback reader per rank, at most; further ranks share one
+OVERFLOW_RANKS = -1
+MAX_PROBLEM_LINE = 500
 
 
 class TrainingRun(RunReadout):
@@ -93,7 +100,13 @@ class TrainingRun(RunReadout):
         self.checkpoints = []
         self.context_given = context is not None or continues
         self.scanned_lines = 0  # set by a history scan
-        self._tracebacks = known.TracebackTracker()
+        self._tracebacks: dict[int | None, known.TracebackTracker] = {}  # one per rank: they interleave
+        self._rank: int | None = None  # the rank that printed the line being read (a launcher's prefix)
+        self._lead_rank: int | None = None  # the rank whose training output is the run's progress
+        self._loss_table = LossTable()
+        self._loop_epochs = LoopEpochs()
+        self._advisories: dict[str, Problem] = {}  # advisories shown as info, as their signature states them
+        self._xla_compiled = False
         self._curve_stride = 1
         self._epoch_open = False  # an `Epoch k/N` header came and its epoch has not ended yet
         self._epoch_total_steps: int | None = None  # the open epoch's step total, once an update showed it
@@ -113,6 +126,13 @@ class TrainingRun(RunReadout):
     def feed_segment(self, segment: Segment) -> None:
         """One complete segment from the log."""
         text = clean_segment(segment.text)
+        self._rank = None
+        if text and text[0] in PREFIX_STARTS:
+            self._rank, text = split_launcher_prefix(text)
+            if self._rank is not None and not self._leads(self._rank, text):
+                if segment.line_ends:
+                    self._on_other_rank(text, segment.line_number)
+                return
         progress = parse_progress(text, segment.line_ends) if text else None
         while progress is not None and progress.trailing:
             glued = parse_progress(progress.trailing, segment.line_ends)
@@ -147,6 +167,10 @@ class TrainingRun(RunReadout):
         cleaned = clean_segment(text)
         if not cleaned:
             return
+        if cleaned[0] in PREFIX_STARTS:
+            rank, cleaned = split_launcher_prefix(cleaned)
+            if rank is not None and rank != self._lead_rank:
+                return
         self.live = cleaned
         progress = parse_progress(cleaned)
         if progress is not None and not progress.final:
@@ -380,37 +404,152 @@ class TrainingRun(RunReadout):
                 self._awaiting = None
         self._on_other_text(text, line_number)
 
-    def _on_other_text(self, text: str, line_number: int | None) -> None:
-        exception = self._tracebacks.feed(text)
-        if exception is not None:
-            self.problems[ProblemId.EXCEPTION] = self._exception_problem(exception, line_number)
-            if not self.current.finished:
-                self._end_run(FinishReason.EXCEPTION)
-        if known.is_killed_line(text):
-            self._raise(
-                Problem(
-                    ProblemId.KILLED,
-                    Severity.CRITICAL,
-                    known.killed_message(text),
-                    known.KILLED_FIX,
-                    line_number,
-                    text,
-                )
-            )
-            if not self.current.finished:
-                self._end_run(FinishReason.KILLED)
+    def _leads(self, rank: int, text: str) -> bool:
+        """Whether `rank`'s line is read as the run's progress: the first rank that prints training output
+        (an `Epoch` header, a progress bar, a custom loop's epoch marker) leads; the others' lines are read
+        for problems only, so interleaved ranks neither mix their progress nor add up their epochs."""
+        if self._lead_rank is None and (
+            parse_epoch_header(text) or parse_progress(text) is not None or loop_epoch(text) is not None
+        ):
+            self._lead_rank = rank
+        return rank == self._lead_rank
+
+    def _on_other_rank(self, text: str, line_number: int | None) -> None:
+        """A line of a rank that does not lead: kept for the view, read for its problems (an error, a kill, a
+        NaN loss in its progress or its prints)."""
+        self._add_line(text)
+        progress = parse_progress(text, True)
+        if progress is None:
+            self._on_other_text(text, line_number, lead=False)
             return
+        loss = progress.metrics.get("loss")
+        if loss is not None and is_bad_number(loss):
+            self._check_loss(loss, progress.step, line_number)
+
+    def _on_other_text(self, text: str, line_number: int | None, lead: bool = True) -> None:
+        key = self._rank if len(self._tracebacks) < MAX_RANK_TRACKERS else OVERFLOW_RANKS
+        tracker = self._tracebacks.get(self._rank) or self._tracebacks.get(key)
+        if tracker is None:
+            tracker = self._tracebacks[key] = known.TracebackTracker()
+        exception = tracker.feed(text)
+        if exception is not None:
+            self._on_exception(exception, line_number)
+        end = job_end(text)
+        if end is not None or known.is_killed_line(text):
+            self._on_killed(end, text, line_number)
+            return
+        marker = loop_epoch(text) if lead and self.fit_run == 0 else None  # Keras' epochs count where shown
+        if marker is not None:
+            self._on_loop_epoch(marker)
+        bad = bad_loss(text) if exception is None else None
+        bad = bad or self._loss_table.feed(text)
+        if bad is not None:
+            self._on_bad_loss(bad, text, line_number)
+        if marker is not None:
+            return  # a custom loop's own progress line: no TensorFlow message in it
+        if XLA_COMPILED in text:
+            self._xla_compiled = True
         if TPU_FOUND.search(text):  # a TPU host has no CUDA device, and needs none
             self._on_tpu = True
             self.problems.pop(NO_CUDA_DEVICE, None)
         self._platform = platform_hint(text) or self._platform
         diagnosis = diagnose_line(text, line_number, platform_name=self._platform)
-        if diagnosis is not None and not (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
-            self._raise(known.from_diagnosis(diagnosis))
+        if diagnosis is None or (self._on_tpu and diagnosis.id == NO_CUDA_DEVICE):
+            return
+        problem = known.from_diagnosis(diagnosis)
+        if exception is None and known.is_advisory(diagnosis.id, text):
+            self._advisories.setdefault(diagnosis.id, problem)
+            problem = known.as_advisory(problem)
+        self._raise(problem)
+
+    def _on_killed(self, end: JobEnd | None, text: str, line_number: int | None) -> None:
+        """The shell's ``Killed``, or a scheduler's end of the job (which names what a plain kill did not)."""
+        if end is None:
+            problem = Problem(
+                ProblemId.KILLED,
+                Severity.CRITICAL,
+                "The training process was killed.",
+                known.KILLED_FIX,
+                line_number,
+                text[:MAX_PROBLEM_LINE],
+            )
+        else:
+            problem = Problem(
+                ProblemId.KILLED,
+                Severity.CRITICAL,
+                end.message,
+                end.fix,
+                line_number,
+                text[:MAX_PROBLEM_LINE],
+                title=end.title,
+                rank=end.rank,
+            )
+        existing = self.problems.get(ProblemId.KILLED)
+        if existing is not None and existing.severity is Severity.CRITICAL:
+            named = end is not None and existing.title == known.title_for(ProblemId.KILLED)
+            kept = problem if named else existing  # a scheduler's reason replaces a plain "Killed"
+            self.problems[ProblemId.KILLED] = replace(kept, count=existing.count + 1)
+        else:
+            self._raise(problem)
+        if not self.current.finished:
+            self._end_run(FinishReason.KILLED)
+
+    def _on_exception(self, exception: str, line_number: int | None) -> None:
+        """A traceback ended: the run stops with its error (another rank's error is listed as critical without
+        ending the leading rank's run). When another rank failed first in this run, its error stays the
+        cause (the others then fail in their collectives); this one is counted."""
+        existing = self.problems.get(ProblemId.EXCEPTION)
+        if (
+            existing is not None
+            and existing.severity is Severity.CRITICAL
+            and existing.rank is not None
+            and existing.rank != self._rank
+        ):
+            self.problems[ProblemId.EXCEPTION] = replace(existing, count=existing.count + 1)
+            return
+        self.problems[ProblemId.EXCEPTION] = self._exception_problem(exception, line_number)
+        leading = self._rank is None or self._rank == self._lead_rank
+        if (
+            leading and not self.current.finished
+        ):  # another rank's error is listed; the run read is the lead's
+            self._end_run(FinishReason.EXCEPTION)
+
+    def _on_bad_loss(self, bad: BadLoss, text: str, line_number: int | None) -> None:
+        """A NaN or infinite loss a custom loop printed (a line, a table row, check_numerics)."""
+        cur = self.current
+        if bad.where == "check_numerics":
+            what = f"tf.debugging.check_numerics found {bad.value} values" + (
+                f" ({bad.detail})" if bad.detail else ""
+            )
+        else:
+            what = f"The {bad.name} is {bad.value}"
+        at = f" at epoch {cur.epoch}" if cur.epoch is not None else ""
+        at += f" step {cur.step}" if cur.step else ""
+        message = f"{what}{at}."
+        self._raise(
+            Problem(
+                ProblemId.NAN_LOSS,
+                Severity.CRITICAL,
+                message,
+                known.NAN_FIX,
+                line_number,
+                text[:MAX_PROBLEM_LINE],
+            )
+        )
+
+    def _on_loop_epoch(self, marker: LoopEpoch) -> None:
+        """A custom loop's epoch marker sets the current epoch (and step) while its numbering is clear."""
+        cur = self.current
+        if not self._loop_epochs.accept(marker):
+            cur.epoch = cur.total_epochs = None
+            return
+        cur.epoch, cur.total_epochs = marker.epoch, marker.total
+        if marker.step is not None:
+            cur.step, cur.total_steps = marker.step, marker.total_steps
 
     def _exception_problem(self, exception: str, line_number: int | None) -> Problem:
         """The error a traceback ended with, said about this run: where training was, and what to do."""
-        error = known.error_name(exception)
+        error = known.error_name(exception).rstrip(".")  # the sentence ends with its own full stop
         cur = self.current
         oom = known.is_oom_exception(exception)
         what = "ran out of GPU memory" if oom else "stopped"
@@ -431,8 +570,33 @@ class TrainingRun(RunReadout):
         else:
             fix = known.EXCEPTION_FIX.format(line=line_number or "?")
         title = known.OOM_TITLE if oom else ""
-        severity = Severity.CRITICAL
-        return Problem(ProblemId.EXCEPTION, severity, message, fix, line_number, exception, title=title)
+        advisory = self._advisory_behind(exception)
+        if advisory is not None:
+            title, fix = advisory.title, advisory.fix
+            message = f"{message} {advisory.message}"
+        elif known.CHECK_NUMERICS_ERROR in exception:
+            title, fix = known.title_for(ProblemId.NAN_LOSS), known.NAN_FIX
+        return Problem(
+            ProblemId.EXCEPTION,
+            Severity.CRITICAL,
+            message,
+            fix,
+            line_number,
+            exception,
+            title=title,
+            rank=self._rank,
+        )
+
+    def _advisory_behind(self, exception: str) -> Problem | None:
+        """The advisory the run failed for, if any (then no longer an advisory: the error is the problem).
+        ptxas: only when XLA compiled (``Compiled cluster using XLA``, or the error names XLA) and the error
+        is about compiling."""
+        if known.PTXAS not in self._advisories or not known.COMPILE_ERROR.search(exception):
+            return None
+        if not (self._xla_compiled or known.XLA_ERROR.search(exception)):
+            return None
+        self.problems.pop(known.PTXAS, None)
+        return self._advisories[known.PTXAS]
 
     def _on_callback_message(self, message, line_number: int | None) -> None:
         if message.kind is MessageKind.EARLY_STOPPING:
@@ -462,6 +626,8 @@ class TrainingRun(RunReadout):
             self.epochs[-1] = last._replace(lr_change=rate)
 
     def _raise(self, problem: Problem) -> None:
+        if self._rank is not None and problem.rank is None:
+            problem = replace(problem, rank=self._rank)
         existing = self.problems.get(problem.id)
         if existing is None:
             self.problems[problem.id] = problem

@@ -70,10 +70,10 @@ def status_parts(run: RunReadout) -> list[tuple[str, str]]:
     if cur.epoch is None and cur.step is None:
         return []
     parts = [(f"run {run.fit_run}", "")] if run.fit_run > 1 else []
-    parts += [
-        (f"Epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}", "strong"),
-        (f"step {cur.step or 0}/{cur.total_steps or '?'}", ""),
-    ]
+    epoch = "?" if cur.epoch is None else cur.epoch  # a custom loop may count from epoch 0
+    parts.append((f"Epoch {epoch}/{cur.total_epochs or '?'}", "strong"))
+    if cur.step is not None or cur.total_steps:  # a custom loop's epoch marker may carry no step
+        parts.append((f"step {cur.step or 0}/{cur.total_steps or '?'}", ""))
     stopped = run.stop_reason()
     reason = run.finish_reason()
     if stopped:
@@ -85,14 +85,15 @@ def status_parts(run: RunReadout) -> list[tuple[str, str]]:
                 "good" if cur.finished else "bad",
             )
         )
-    else:
+    elif cur.eta_seconds is not None or cur.total_steps:  # Keras' progress tells one; a custom loop not
         parts.append((f"epoch ETA {format_seconds(cur.eta_seconds)}", ""))
         total_eta = run.training_eta_seconds()
         if total_eta is not None:
             parts.append((f"training ETA {format_seconds(total_eta)}", ""))
-    if cur.step_seconds and cur.steps_per_second:
+    running = not stopped and not cur.finished and reason is None
+    if running and cur.step_seconds and cur.steps_per_second:  # a run that ended has no live rate
         parts.append((f"{format_seconds(cur.step_seconds)}/step  {cur.steps_per_second:.1f} steps/s", ""))
-    if cur.samples_per_second:
+    if running and cur.samples_per_second:
         parts.append((f"{cur.samples_per_second:,.0f} samples/s", ""))
     return parts
 

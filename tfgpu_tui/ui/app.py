@@ -30,6 +30,7 @@ from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.sampler import NO_GPU_ALERT
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.interpreter import SharedInterpreter
@@ -134,7 +135,7 @@ class TfgpuApp(App[None]):
     """tfgpu-tui's dashboard."""
 
     TITLE = "tfgpu-tui"
-    CSS_PATH = "monitor.tcss"
+    CSS_PATH = APP_STYLESHEET
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),

@@ -16,17 +16,22 @@ from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
+from tfgpu_tui.probe.pipeline_request import PipelineRequest
+from tfgpu_tui.probe.pipeline_result import PipelineResult
+from tfgpu_tui.probe.pipeline_runner import PipelineRunner
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     ProbeRequest,
     ProbeRequestError,
+    check_model_spec,
+    normalise_device,
     steps_per_trial,
 )
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.simulated import SimulatedGpus, SimulatedTrialRunner, simulated_comparison
 from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
-from tfgpu_tui.serve.policy import model_refusal, policy_from_settings
+from tfgpu_tui.serve.policy import model_refusal, pipeline_refusal, policy_from_settings
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
@@ -45,6 +50,7 @@ DEMO_HINT = (
 
 # Under DashboardTab.SHORT_BELOW lines the plot would get a row or two: it gives way to the table.
 PLOT_NOTE = "The plot shows in a terminal of 30 lines or more; the table above has the same numbers."
+DEMO_PIPELINE = "The pipeline probe runs your tf.data code with TensorFlow; --demo simulates no TensorFlow."
 
 
 @dataclass
@@ -69,6 +75,13 @@ class TrialDone(Message):
 
 
 @dataclass
+class PipelineFinished(Message):
+    """The pipeline probe ended (measured, failed or cancelled)."""
+
+    result: PipelineResult
+
+
+@dataclass
 class ProbeFinished(Message):
     """The probe ended: a result, or a message saying why it could not start."""
 
@@ -89,6 +102,7 @@ class BatchProbeTab(DashboardTab):
     BatchProbeTab #probe-trials { width: 1fr; height: 1fr; min-width: 50; }
     BatchProbeTab #probe-plot { width: 1fr; }
     BatchProbeTab.-narrow #probe-body { layout: vertical; min-height: 12; }
+    BatchProbeTab.-narrow.-short #probe-body { min-height: 11; }
     BatchProbeTab.-narrow #probe-trials { width: 1fr; height: 1fr; min-width: 0; min-height: 4; }
     BatchProbeTab.-narrow #probe-plot { height: 1fr; min-height: 6; }
     BatchProbeTab #probe-plot-note { display: none; }
@@ -117,6 +131,8 @@ class BatchProbeTab(DashboardTab):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.runner: TrialRunner | None = None
+        self.pipeline_runner: PipelineRunner | None = None
+        self.pipeline_result: PipelineResult | None = None
         self.request: ProbeRequest | None = None
         self.trials: list[Trial] = []
         self.result: ProbeResult | None = None
@@ -146,8 +162,13 @@ class BatchProbeTab(DashboardTab):
         self.load_devices()
 
     def on_unmount(self) -> None:
-        if self.runner is not None:
-            self.runner.cancel()
+        self.cancel_runners()
+
+    def cancel_runners(self) -> None:
+        """Stop the search's or the pipeline probe's running child, if any."""
+        for runner in (self.runner, self.pipeline_runner):
+            if runner is not None:
+                runner.cancel()
 
     def focus_default(self) -> None:
         """Focus the Start button: Enter starts, and the number keys still switch tabs (a text field would
@@ -166,8 +187,8 @@ class BatchProbeTab(DashboardTab):
 
     @property
     def running(self) -> bool:
-        """Whether a probe is in progress."""
-        return self.runner is not None
+        """Whether a probe (the search or the pipeline's) is in progress."""
+        return self.runner is not None or self.pipeline_runner is not None
 
     def show_status(self, text: str, problem: bool = False) -> None:
         """One line under the form: progress, or what is wrong with the input."""
@@ -201,6 +222,9 @@ class BatchProbeTab(DashboardTab):
         if self.running:
             self.notify("A probe is already running; cancel it first (escape).", severity="warning")
             return
+        if self.query_one(ProbeForm).pipeline:
+            self.start_pipeline()
+            return
         try:
             request = self.form_request()
             if request.budget_mb:
@@ -230,6 +254,66 @@ class BatchProbeTab(DashboardTab):
         self.show_status(f"Starting {request.model} on {request.device}{with_python}...")
         self.compare_run = self.comparing
         self.run_probe(request, self.runner, self.compare_run)
+
+    def pipeline_request(self) -> PipelineRequest:
+        """The pipeline probe the form describes (the interpreter filled in by the worker); raises
+        ProbeRequestError."""
+        form = self.query_one(ProbeForm)
+        probe = form.request("")
+        device = normalise_device(probe.device)
+        model = check_model_spec(probe.model)
+        return PipelineRequest(form.pipeline, model, device, probe.mixed_precision, python="").resolved()
+
+    def start_pipeline(self) -> None:
+        """Time the form's pipeline against its model in a child process, instead of the batch search."""
+        if self.simulated:
+            self.show_status(DEMO_PIPELINE, problem=True)
+            return
+        try:
+            request = self.pipeline_request()
+        except ProbeRequestError as error:
+            self.show_status(str(error), problem=True)
+            return
+        policy = policy_from_settings(self.settings)
+        refusal = pipeline_refusal(policy) or model_refusal(policy, request.model)
+        if refusal is not None:
+            self.show_status(refusal, problem=True)
+            return
+        self.pipeline_result = None
+        self.query_one(TrialsTable).reset()
+        self.query_one(ProbePlot).show_trials([], None)
+        self.query_one("#probe-summary", Static).update("Timing the pipeline...")
+        self.query_one("#probe-comparison", Static).display = False
+        self.post_message(AlertsChanged(self.TAB_ID, []))
+        self.pipeline_runner = PipelineRunner(request)
+        self._set_running(True)
+        self.query_one(TrialsTable).focus()  # Start is disabled now; the table keeps escape working
+        self.show_status(f"Timing the pipeline {request.spec} against {request.model} on {request.device}...")
+        self.run_pipeline(request, self.pipeline_runner)
+
+    @work(thread=True, group="probe")
+    def run_pipeline(self, request: PipelineRequest, runner: PipelineRunner) -> None:
+        """Fill in the interpreter (once chosen), run the pipeline probe's child and report back."""
+        if not request.python:
+            runner.request = replace(request, python=self.shared.current().python)
+        self.post_message(PipelineFinished(runner.run()))
+
+    def on_pipeline_finished(self, message: PipelineFinished) -> None:
+        self.pipeline_runner = None
+        self._set_running(False)
+        result = self.pipeline_result = message.result
+        self.query_one("#probe-summary", Static).update(pipeline_text(result))
+        request = result.request
+        if result.cancelled:
+            self.show_status("Cancelled: the pipeline probe's child was stopped.")
+        elif result.error:
+            self.show_status("The pipeline probe stopped on an error (see below).", problem=True)
+            self.post_message(AlertsChanged(self.TAB_ID, [probe_alert(result.error)]))
+        else:
+            self.show_status(
+                f"Done: {request.spec} and {request.model} on {request.device} timed in "
+                f"{result.wall_seconds:,.1f} s."
+            )
 
     def new_runner(self, request: ProbeRequest) -> TrialRunner:
         """The trials' runner: child processes, or computed on the simulated GPUs (--demo)."""
@@ -279,10 +363,10 @@ class BatchProbeTab(DashboardTab):
         self.post_message(ProbeFinished(result))
 
     def action_cancel(self) -> None:
-        """Stop the probe now; the running trial's process is ended."""
-        if self.runner is not None:
-            self.runner.cancel()
-            self.show_status("Cancelling: stopping the running trial...")
+        """Stop the probe now; the running trial's (or the pipeline probe's) process is ended."""
+        if self.running:
+            self.cancel_runners()
+            self.show_status("Cancelling: stopping the running child...")
 
     def action_copy_snippet(self) -> None:
         """Send the recommended `batch_size = N` line to the terminal's clipboard (shown to select where the
@@ -375,6 +459,12 @@ def summary_text(result: ProbeResult) -> Content:
             text.append(line, ERROR if result.error else "")
         text.append("\n")
     return text.rstrip().content()
+
+
+def pipeline_text(result: PipelineResult) -> Content:
+    """The pipeline probe's sentences for the result box (in red when it could not measure)."""
+    style = ERROR if result.error and not result.cancelled else ""
+    return StyledText("\n".join(result.summary_lines()), style).content()
 
 
 def comparison_text(comparison: PrecisionComparison) -> Content:

@@ -33,11 +33,11 @@ from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, sa
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
 from tfgpu_tui.serve.policy import WRITES_REFUSED, policy_from_settings
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.finding_detail import STATUS_STYLE, FindingDetail, FixPane
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.gpu.feed import SnapshotFeed, Subscription
 from tfgpu_tui.gpu.model import Snapshot
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.alerts_panel import short_title
 
 NOTIFY_CHECK_SECONDS = 10.0

@@ -20,6 +20,7 @@ from tfgpu_tui.fleet.feed import FleetFeed
 from tfgpu_tui.fleet.hosts import FleetView, HostSnapshot
 from tfgpu_tui.fleet.readers import make_reader
 from tfgpu_tui.settings import Settings
+from tfgpu_tui.sizes import used_of_total_text
 from tfgpu_tui.ui.host_detail import HostChanged, HostDetailScreen
 from tfgpu_tui.ui.host_text import simulated, state_text, training_text
 from tfgpu_tui.ui.tab_base import DashboardTab
@@ -70,7 +71,7 @@ def host_cells(host: HostSnapshot) -> tuple[str | Text, ...]:
     util = f"{sum(utils) / len(utils):.0f} % (max {max(utils):.0f})" if utils else "-"
     used = [d.memory_used_mib for d in devices if d.memory_used_mib is not None]
     total = [d.memory_total_mib for d in devices if d.memory_total_mib is not None]
-    memory = f"{sum(used) / 1024:.1f}/{sum(total) / 1024:.1f} GiB" if used and total else "-"
+    memory = used_of_total_text(sum(used), sum(total)) if used and total else "-"
     alert = host.worst_alert
     worst: str | Text = "-"
     if alert is not None:

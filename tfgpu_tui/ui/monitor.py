@@ -12,7 +12,6 @@ import math
 import signal
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -54,8 +53,6 @@ if TYPE_CHECKING:
 # The history plots span minutes: redrawing them every second costs CPU and shows nothing new.
 PLOT_REDRAW_SECONDS = 5.0
 NOTIFY_SECONDS = 10.0  # kill outcomes and refusals stay up longer than Textual's default 5 s
-# The Monitor's styles (and those of its widgets, the header and the kill dialog): the app loads it.
-CSS_PATH = Path(__file__).with_name("monitor.tcss")
 # Severity of the notification for each kill result; any other result is an error.
 _OUTCOME_SEVERITY: dict[KillResult, SeverityLevel] = {
     KillResult.FREED: "information",
@@ -63,12 +60,12 @@ _OUTCOME_SEVERITY: dict[KillResult, SeverityLevel] = {
     KillResult.STILL_HELD: "warning",
 }
 _SEVERITY_CLASS: dict[SeverityLevel, str] = {"information": "-ok", "warning": "-warning", "error": "-error"}
-CARD_LINES = 6  # a GPU card with its history plot (monitor.tcss: .gpu-row)
+CARD_LINES = 6  # a GPU card with its history plot (app.tcss: .gpu-row)
 # The lines around the tab: the status header, the tab titles and their underline, the footer. Before the
 # first layout the tab's height is the terminal's less these, so the first frame already has the right view.
 CHROME_LINES = 4
 FIXED_LINES = 3  # the host line, the table's caption and the selected command
-MAX_ALERT_LINES = 5  # monitor.tcss: AlertsPanel's max-height
+MAX_ALERT_LINES = 5  # app.tcss: AlertsPanel's max-height
 TABLE_MIN_LINES = 6  # the process table's header and five rows
 FULL_TABLE_LINES = 10  # the cards are chosen only when they leave the table at least this much
 MAX_ROW_LINES = 12  # a GPU's row grows up to this when the table does not need the lines
@@ -300,7 +297,7 @@ class MonitorTab(DashboardTab):
 
     def _fit(self) -> None:
         """Choose the GPU view from the data: the compact lines below a height or as toggled, else the cards
-        with their plots. The rest of the layout is monitor.tcss's (the table takes what is left)."""
+        with their plots. The rest of the layout is app.tcss's (the table takes what is left)."""
         snapshot = self.snapshot
         # before the first layout: the terminal's height less the app's chrome
         height = self.size.height or max(0, self.app.size.height - CHROME_LINES)
@@ -405,7 +402,7 @@ class MonitorTab(DashboardTab):
         self._show_reading()
 
     def _show_reading(self) -> None:
-        """While the alerts list has focus, the selected alert's text and fix show under it (monitor.tcss:
+        """While the alerts list has focus, the selected alert's text and fix show under it (app.tcss:
         on a short terminal the GPUs make way for them)."""
         panel = self.query_one(AlertsPanel)
         self.set_class(panel.has_focus and bool(panel.ordered), "-reading")

@@ -24,7 +24,8 @@ from tfgpu_tui.gpu.kernel_actions import (
 from tfgpu_tui.gpu.kill import KILL_SIGNALS
 from tfgpu_tui.gpu.model import ProcessRow
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text
+from tfgpu_tui.sizes import mib_text
+from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text
 
 SIGNAL_HINTS = {
     signal.SIGTERM: "ask it to exit",

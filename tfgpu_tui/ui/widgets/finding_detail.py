@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tfgpu_tui.env.findings import Finding, Status
-from tfgpu_tui.text_fit import break_long_words
+from tfgpu_tui.ui.text_fit import break_long_words
 
 #: Theme variables for each status (so themes and NO_COLOR apply).
 STATUS_STYLE = {

@@ -6,14 +6,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tfgpu_tui.gpu.model import DeviceSample
-from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text, zero_util_text
+from tfgpu_tui.sizes import gib_figure
+from tfgpu_tui.ui.widgets.gpu_format import bar, level_style, number_text, zero_util_text
 from tfgpu_tui.ui.widgets.history_plot import MEMORY_COLOR, UTILIZATION_COLOR
 
 BAR_WIDTH = 16
-
-
-def _gib(mib: float | None) -> str:
-    return NA if mib is None else f"{mib / 1024:.1f}"
 
 
 def render_card(sample: DeviceSample) -> Text:
@@ -45,7 +42,7 @@ def render_card(sample: DeviceSample) -> Text:
     memory = sample.memory_percent
     text.append("\nMem  ", style=f"bold {MEMORY_COLOR}")
     text.append_text(bar(memory, BAR_WIDTH, level_style(memory, warn=80.0, critical=95.0)))
-    text.append(f" {_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)} GiB")
+    text.append(f" {gib_figure(sample.memory_used_mib)}/{gib_figure(sample.memory_total_mib)} GiB")
     text.append(f"\n{number_text(sample.temperature_c, ' °C'):>6}  ")
     power = f"{number_text(sample.power_w)}/{number_text(sample.power_limit_w)} W"
     text.append(

@@ -8,7 +8,8 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from tfgpu_tui.gpu.model import DeviceSample, MigDevice
-from tfgpu_tui.ui.widgets.gpu_format import NA, bar, level_style, number_text, zero_util_text
+from tfgpu_tui.sizes import gib_figure
+from tfgpu_tui.ui.widgets.gpu_format import bar, level_style, number_text, zero_util_text
 
 NAME_WIDTH = 14
 MIN_BAR, MAX_BAR = 4, 30
@@ -17,10 +18,6 @@ MIN_BAR, MAX_BAR = 4, 30
 def short_name(name: str) -> str:
     """The model without the vendor: `NVIDIA A100-SXM4-80GB` -> `A100-SXM4-80GB`."""
     return name.removeprefix("NVIDIA ").removeprefix("Tesla ")
-
-
-def _gib(mib: float | None) -> str:
-    return NA if mib is None else f"{mib / 1024:.1f}"
 
 
 def render_compact_line(sample: DeviceSample, width: int) -> Text:
@@ -37,7 +34,11 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
         tail = f" {number_text(sample.temperature_c, '°C'):>5} {number_text(sample.power_w)}/"
         tail += f"{number_text(sample.power_limit_w)}W"
         known = sample.memory_used_mib is not None
-        memory = f"{_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)}G in all, " if known else ""
+        memory = (
+            f"{gib_figure(sample.memory_used_mib)}/{gib_figure(sample.memory_total_mib)}G in all, "
+            if known
+            else ""
+        )
         text.append(" MIG mode", style="bold")
         room = max(0, width - len(text) - len(tail))
         note = f": no utilisation reported; {memory}memory per MIG device"
@@ -45,7 +46,7 @@ def render_compact_line(sample: DeviceSample, width: int) -> Text:
         text.append(tail)
         return text
     util = number_text(sample.utilization_percent, "%")
-    memory = f"{_gib(sample.memory_used_mib)}/{_gib(sample.memory_total_mib)}G"
+    memory = f"{gib_figure(sample.memory_used_mib)}/{gib_figure(sample.memory_total_mib)}G"
     zero = zero_util_text(sample.zero_util_seconds)  # 0 % while TensorFlow holds memory
     zero = f" {zero}" if zero else ""
     tail = f" {number_text(sample.temperature_c, '°C'):>5} {number_text(sample.power_w)}/"
@@ -81,7 +82,7 @@ def render_mig_line(mig: MigDevice, width: int) -> Text:
         text.append(" LOST: this MIG device stopped answering", style="bold red")
         return text
     ids = f" GI {number_text(mig.gpu_instance_id)} CI {number_text(mig.compute_instance_id)}"
-    memory = f"{_gib(mig.memory_used_mib)}/{_gib(mig.memory_total_mib)}G"
+    memory = f"{gib_figure(mig.memory_used_mib)}/{gib_figure(mig.memory_total_mib)}G"
     fixed = len(text) + len(ids) + len(" Mem ") + len(f" {memory:>11}")
     bar_width = max(MIN_BAR, min(2 * MAX_BAR, width - fixed))
     text.append(ids, style="dim")

@@ -6,24 +6,14 @@ from functools import lru_cache
 
 from rich.text import Text
 
-from tfgpu_tui.durations import running_text
+from tfgpu_tui.durations import minutes_text, running_text
 
 NA = "N/A"
 BAR_FULL = "█"
 BAR_EMPTY = "░"
 
 
-# The formatters are cached: a table of hundreds of processes formats the same few values every second.
-@lru_cache(maxsize=4096)
-def mib_text(mib: float | None) -> str:
-    """Memory in MiB below 10 GiB, in GiB above: "512 MiB", "20.0 GiB"."""
-    if mib is None:
-        return NA
-    if mib < 10240:
-        return f"{mib:.0f} MiB"
-    return f"{mib / 1024:.1f} GiB"
-
-
+# Cached: a table of hundreds of processes formats the same few values every second.
 @lru_cache(maxsize=4096)
 def number_text(value: float | None, unit: str = "", digits: int = 0) -> str:
     """A reading with its unit ("87 %", "65 °C"), or N/A."""
@@ -39,7 +29,7 @@ def zero_util_text(seconds: float | None) -> str:
     """How long a GPU has read 0 % while TensorFlow holds its memory ("for 45 s", "for 3 min"); "" if not."""
     if seconds is None:
         return ""
-    return f"for {seconds / 60:.0f} min" if seconds >= 120 else f"for {seconds:.0f} s"
+    return f"for {minutes_text(seconds)}"
 
 
 # The looks of a load level. Plain defaults for use without an app; the Monitor sets the theme's colours

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.sizes import used_of_total_text
 from tfgpu_tui.ui.widgets.gpu_format import bar, level_style
 
 BAR_WIDTH = 10
@@ -31,7 +32,7 @@ def render_host_line(snapshot: Snapshot, ui_ms: float | None = None, width: int 
         memory = 100.0 * host.memory_used_mib / host.memory_total_mib if host.memory_total_mib else None
         mem = Text("   Mem ")
         mem.append_text(bar(memory, BAR_WIDTH, level_style(memory, warn=80.0, critical=95.0)))
-        mem.append(f" {host.memory_used_mib / 1024:.1f}/{host.memory_total_mib / 1024:.1f} GiB")
+        mem.append(f" {used_of_total_text(host.memory_used_mib, host.memory_total_mib)}")
         parts.append((0, mem))
     driver = snapshot.driver
     if driver is not None and driver.driver_version:

@@ -1,5 +1,6 @@
-"""The Batch probe's form: three one-line groups (model and device; budget, steps, max batch; precision and
-the Start/Cancel buttons) that sit side by side when the width allows and wrap onto more rows when not, so
+"""The Batch probe's form: four one-line groups (model and device; budget, steps, max batch; precision and
+the Start/Cancel buttons; the pipeline to time instead of the search, last, where it pairs with the numbers
+when two groups fit a row) that sit side by side when the width allows and wrap onto more rows when not, so
 Start is always on screen."""
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from tfgpu_tui.probe.request import (
 
 MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
 COMPARE_HINT = "probe in float32, then in mixed precision, and compare"
+PIPELINE_HINT = (
+    "package.module:function returning your batched tf.data.Dataset (from the current directory or "
+    "PYTHONPATH): Start times it against the model instead of searching for a batch size"
+)
 GUTTER = 2  # columns between two groups on one row
 NUMBER_WORDS = {int: "a whole number", float: "a number"}
 
@@ -53,6 +58,7 @@ class ProbeForm(Container):
     ProbeForm #probe-budget { width: 10; }
     ProbeForm #probe-steps { width: 6; }
     ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
+    ProbeForm #probe-pipeline { width: 24; margin-right: 0; }
     ProbeForm Checkbox { margin-right: 2; }
     ProbeForm Button { min-width: 8; margin-right: 1; }
     """
@@ -81,6 +87,11 @@ class ProbeForm(Container):
             yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=COMPARE_HINT, compact=True)
             yield Button("Start", variant="primary", id="probe-start", compact=True)
             yield Button("Cancel", variant="error", id="probe-cancel", disabled=True, compact=True)
+        with Horizontal(classes="form-group", id="probe-group-pipeline"):
+            yield Label("Pipeline")
+            yield Input(
+                placeholder="module:function", id="probe-pipeline", tooltip=PIPELINE_HINT, compact=True
+            )
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self.fit_columns)
@@ -104,6 +115,11 @@ class ProbeForm(Container):
     def comparing(self) -> bool:
         """Whether float32 and mixed precision are to be probed side by side."""
         return self.query_one("#probe-compare", Checkbox).value
+
+    @property
+    def pipeline(self) -> str:
+        """The pipeline to time instead of the search (``package.module:function``), or empty."""
+        return self.query_one("#probe-pipeline", Input).value.strip()
 
     def set_devices(self, devices: list[str]) -> None:
         """Offer these GPUs (the first preselected) and the CPU."""

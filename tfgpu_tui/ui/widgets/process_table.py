@@ -20,11 +20,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.strip import Strip
 
-from tfgpu_tui.durations import idle_text
-from tfgpu_tui.gpu.attribution import attribution_tag, memory_tag
-from tfgpu_tui.gpu.model import HostState, JupyterKernel, ProcessRow, Snapshot
-from tfgpu_tui.text_fit import ELLIPSIS, whole_words
-from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, mib_text, number_text
+from tfgpu_tui.gpu.command_column import Piece, row_pieces
+from tfgpu_tui.gpu.model import ProcessRow, Snapshot
+from tfgpu_tui.sizes import mib_text
+from tfgpu_tui.ui.text_fit import ELLIPSIS, whole_words
+from tfgpu_tui.ui.widgets.gpu_format import NA, duration_text, number_text
 from tfgpu_tui.ui.widgets.row_list import RowList, cursor_bindings
 
 # (column key, label); the keys of the sortable columns double as sort keys.
@@ -50,12 +50,6 @@ _SORT_VALUE: dict[str, Callable[[ProcessRow], float]] = {
     "sm": lambda row: -1.0 if row.sm_percent is None else row.sm_percent,
     "pid": lambda row: float(row.pid),
     "time": lambda row: -1.0 if row.running_seconds is None else row.running_seconds,
-}
-_HOST_STATE_MARK = {
-    HostState.NO_SUCH_PROCESS: "gone",
-    HostState.NO_PERMISSION: "no permission",
-    HostState.ZOMBIE: "zombie",
-    HostState.OTHER_NAMESPACE: "another container's or the host's",
 }
 
 Cells = tuple["str | Text", ...]
@@ -93,38 +87,12 @@ def row_key(process: ProcessRow) -> RowKey:
 
 
 @lru_cache(maxsize=4096)
-def _command_text(
-    host_state: HostState,
-    kernel: JupyterKernel | None,
-    command: str | None,
-    idle_minutes: int = 0,
-    own_child: bool = False,
-    tags: tuple[str, ...] = (),
-) -> Text:
-    """Cached: a process's command rarely changes, and building Text for hundreds of rows each tick adds up.
-    Always Text, never str, so that brackets in a command line are not read as markup. `idle_minutes`: how
-    long it has held GPU memory at 0 % SM (shown from 1 min); `own_child`: a tfgpu-tui probe child; `tags`:
-    inside a container, how the row was joined to its process and why its memory is not a reported figure."""
+def _command_text(pieces: tuple[Piece, ...]) -> Text:
+    """The command column's words (gpu/command_column.py) in their roles' looks. Cached: a process's command
+    rarely changes. Always Text, never str, so that brackets in a command line are not read as markup."""
     text = Text()
-    for tag in tags:
-        text.append(f"[{tag}] ", style=CELL_STYLES["marker"])
-    mark = _HOST_STATE_MARK.get(host_state)
-    if mark:
-        text.append(f"[{mark}] ", style=CELL_STYLES["marker"])
-    if idle_minutes:
-        text.append(f"[idle {idle_text(idle_minutes * 60)}] ", style=CELL_STYLES["marker"])
-    if own_child:
-        text.append("[tfgpu-tui child] ", style=CELL_STYLES["dim"])
-    if kernel is not None:
-        if kernel.notebook_path:
-            text.append(f"notebook {kernel.notebook_path}", style=CELL_STYLES["notebook"])
-        else:
-            why = f" ({kernel.why_unknown})" if kernel.why_unknown else ""
-            text.append(f"jupyter kernel {kernel.kernel_id}{why}", style=CELL_STYLES["kernel"])
-        if kernel.execution_state:
-            text.append(f" [{kernel.execution_state}]", style=CELL_STYLES["dim"])
-        return text
-    text.append(command or ("" if mark else NA))
+    for words, role in pieces:
+        text.append(words, style=CELL_STYLES.get(role, ""))
     return text
 
 
@@ -141,7 +109,6 @@ def _tf_mark(loaded: bool | None) -> str | Text:
 
 def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
     other = process.uid is not None and process.uid != own_uid
-    tags = tuple(tag for tag in (attribution_tag(process), memory_tag(process)) if tag)
     memory = mib_text(process.gpu_memory_mib)
     return (
         NA if process.local_pid is None else str(process.pid),
@@ -153,21 +120,8 @@ def _cells(process: ProcessRow, own_uid: int | None) -> Cells:
         mib_text(process.host_memory_mib),
         duration_text(process.running_seconds),
         _tf_mark(process.tensorflow_loaded),
-        _command_text(
-            process.host_state,
-            process.jupyter,
-            process.command,
-            _idle_minutes(process),
-            process.own_child,
-            tags,
-        ),
+        _command_text(row_pieces(process)),
     )
-
-
-def _idle_minutes(process: ProcessRow) -> int:
-    """Whole minutes a process has held GPU memory at 0 % SM; 0 under a minute or when unknown."""
-    idle = process.idle_seconds
-    return int(idle // 60) if idle is not None and idle >= 60 else 0
 
 
 def is_descending(sort_by: str, reverse: bool) -> bool:

@@ -10,12 +10,12 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.text_fit import whole_words
 from tfgpu_tui.training.follow import FileState
 from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.problems import Problem, fixes_to_show
 from tfgpu_tui.training.run import TrainingSnapshot, format_seconds
 from tfgpu_tui.training.text_format import evaluation_text, format_value, status_parts
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, StyledText
 
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
@@ -142,7 +142,7 @@ class ProblemsView(Static):
         for index, (problem, fix) in enumerate(zip(problems, fixes_to_show(problems), strict=True)):
             if index:
                 text.append("\n")
-            where = f", line {problem.line_number}" if problem.line_number else ""
+            where = f", {problem.where()}" if problem.where() else ""  # rank N (a launcher's prefix), line N
             times = f" x{problem.count}" if problem.count > 1 else ""
             text.append(problem.title, SEVERITY_STYLE[problem.severity])
             text.append(f" ({problem.id}{where}){times}: ", "dim")  # the id, as the docs and --json name it

@@ -7,7 +7,7 @@ from textual.content import Content
 from textual.widgets import DataTable
 
 from tfgpu_tui.probe.trial import Trial, TrialResult
-from tfgpu_tui.text_fit import whole_words
+from tfgpu_tui.ui.text_fit import whole_words
 from tfgpu_tui.ui.widgets.styled_text import ERROR, SUCCESS, WARNING
 
 # Failures and warnings are bold as well as coloured: with NO_COLOR the weight still marks them.

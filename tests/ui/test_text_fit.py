@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfgpu_tui.text_fit import break_long_words, whole_words
+from tfgpu_tui.ui.text_fit import break_long_words, whole_words
 
 
 def test_whole_words_keep_the_ellipsis_apart() -> None:
