@@ -75,13 +75,20 @@ def test_idle_and_half_sent_connections_do_not_hold_up_concurrent_scrapes(export
                 sock.close()
 
 
-def test_a_connection_that_sends_no_whole_request_is_closed_after_the_timeout(exporter: Exporter) -> None:
+def test_a_connection_idle_before_or_after_its_request_is_closed_after_the_timeout(
+    exporter: Exporter,
+) -> None:
     with MetricsServer(("127.0.0.1", 0), exporter, timeout=1.0) as server:
         with socket.create_connection(("127.0.0.1", server.port)) as idle:
             assert closed_by_server(idle)
         with socket.create_connection(("127.0.0.1", server.port)) as stuck:
             stuck.sendall(b"GET /metrics HTTP/1.1\r\n")
             assert closed_by_server(stuck)
+        kept = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        kept.request("GET", "/metrics")
+        assert kept.getresponse().read().count(b"tfgpu_up") >= 1
+        assert kept.sock is not None and closed_by_server(kept.sock)  # idle after its request: closed too
+        kept.close()
         assert scrape(server.url) == 200
 
 

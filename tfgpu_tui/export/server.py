@@ -5,8 +5,8 @@ a thread of its own (`start`, `close`), so `export`, the tests and the benchmark
 - **Nobody waits on a slow client**: connections are served by the event loop. A scrape renders the latest
   state on the loop (about 3 ms at 8 GPUs x 64 processes, pure CPU: the feed's thread swaps that state in
   under a lock held for an assignment); a worker thread would add a GIL hand-off and no parallelism.
-- **Idle connections end**: one that has sent no complete request within `timeout` seconds is closed
-  (aiohttp's keep-alive timeout, which runs from the connection's start), and so is a TLS handshake.
+- **Idle connections end**: one that has not sent a whole request's headers within `timeout` seconds of its
+  start is closed, and so is a TLS handshake; between requests, aiohttp's keep-alive timeout (`timeout`).
 - **Bounded**: at most `max_connections` are open at once; more are closed as they come (with TLS, once
   their handshake is done or timed out), so a flood cannot take the descriptors the exporter needs for /proc
   and the logs.
@@ -43,29 +43,43 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Bounded(asyncio.Protocol):
-    """One connection's protocol, in front of aiohttp's: it passes the connection on while fewer than
-    `limit` others are open (the set `open_now`, shared by the server's connections), and closes it at
-    once otherwise."""
+    """One connection's protocol, in front of aiohttp's, bounded in number and in time: it passes the
+    connection on while fewer than `limit` others are open (the set `open_now`, shared by the server's
+    connections) and closes it at once otherwise; and it closes a connection that has not sent the end of a
+    request's headers within `timeout` seconds of its start (after that, aiohttp's keep-alive timeout rules;
+    aiohttp itself closes a connection that never sends a request only in recent releases)."""
 
-    def __init__(self, handler: asyncio.Protocol, open_now: set[Bounded], limit: int) -> None:
+    def __init__(self, handler: asyncio.Protocol, open_now: set[Bounded], limit: int, timeout: float) -> None:
         self.handler = handler
         self.open = open_now
         self.limit = limit
+        self.timeout = timeout
+        self.tail = b""  # the last bytes received, while the first request's headers are not all in
+        self.deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if len(self.open) >= self.limit:
             transport.close()
             return
         self.open.add(self)
+        self.deadline = asyncio.get_running_loop().call_later(self.timeout, transport.close)
         self.handler.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
         if self in self.open:
             self.open.discard(self)
             self.handler.connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self in self.open:
+            if self.deadline is not None:
+                seen = self.tail + data
+                if b"\r\n\r\n" in seen:
+                    self.deadline.cancel()
+                    self.deadline = None
+                self.tail = seen[-3:]
             self.handler.data_received(data)
 
     def eof_received(self) -> bool | None:
@@ -189,7 +203,7 @@ class MetricsServer:
         """aiohttp's request handler for each connection, behind the bound on open connections."""
         assert handlers is not None
         open_now: set[Bounded] = set()
-        return lambda: Bounded(handlers(), open_now, self.max_connections)
+        return lambda: Bounded(handlers(), open_now, self.max_connections, self.timeout)
 
     def close(self) -> None:
         """Stop serving: the listening socket closes, open connections end, scrapes in flight finish."""
