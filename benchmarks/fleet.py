@@ -43,7 +43,7 @@ SCRAPE_AIM_MS = 20.0
 WARM_SECONDS = 4.0
 CPU_AIM_PERCENT = 2.0
 SERVE_50 = """
-import sys, threading, signal
+import sys, signal
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
@@ -57,9 +57,9 @@ for i in range(count):
                         hostname=f"node-{i:02d}")
     exporter.start()
     server = MetricsServer(("127.0.0.1", 0), exporter)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.start()
     servers.append(server)
-print(",".join(f"127.0.0.1:{s.server_address[1]}" for s in servers), flush=True)
+print(",".join(f"127.0.0.1:{s.port}" for s in servers), flush=True)
 signal.sigwait({signal.SIGTERM, signal.SIGINT})
 """
 

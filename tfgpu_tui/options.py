@@ -111,7 +111,8 @@ def add_demo_gpus_option(parser: argparse.ArgumentParser, after_command: bool = 
 def add_access_options(
     parser: argparse.ArgumentParser, default: object = None, least_privilege_switch: bool = True
 ) -> None:
-    """The least-privilege switches (access.py), for the dashboard and `serve` (always least privilege)."""
+    """The least-privilege switches (serve/policy.py), for the dashboard and `serve` (always least
+    privilege)."""
     if least_privilege_switch:
         parser.add_argument(
             "--least-privilege",
@@ -248,7 +249,7 @@ def interpreter_refusal(python: str) -> str | None:
 def dashboard_option_refusal(args: argparse.Namespace) -> str | None:
     """Why a dashboard cannot run with these `--python` / `--log` options, or None (also checked by `serve`
     for its sessions). A log that does not exist yet is fine: training may not have started."""
-    from tfgpu_tui.access import special_file_refusal
+    from tfgpu_tui.safe_files import special_file_refusal
 
     python = getattr(args, "python", None)
     if python and (refusal := interpreter_refusal(python)):

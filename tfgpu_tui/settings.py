@@ -60,7 +60,7 @@ class Settings:
     demo_gpus: int = 2  # GPUs in the --demo scene (--demo-gpus)
     demo: bool = False
     python: str | None = None  # chosen with --python or the settings file; None: tfgpu-tui finds one
-    # Least privilege (what a web session gets by default; see access.py and docs/security.md)
+    # Least privilege (what a web session gets by default; see serve/policy.py and docs/security.md)
     least_privilege: bool = False
     allow_kill: bool = False  # with least_privilege: signals allowed after all
     allow_code: bool = False  # with least_privilege: module:function models and model files allowed

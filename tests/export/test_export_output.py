@@ -3,7 +3,6 @@ dcgm-exporter's names, types and labels, no sentinels, the no-driver case, and t
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -93,16 +92,14 @@ def test_no_driver_still_serves_the_reason_and_no_gpu_series(scenario) -> None:
     scenario("error init=LIBRARY_NOT_FOUND\n")
     ex = exporter()
     ex.sample_once()
-    server = MetricsServer(("127.0.0.1", 0), ex)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        with urllib.request.urlopen(server.url, timeout=5) as reply:
+        with (
+            MetricsServer(("127.0.0.1", 0), ex) as server,
+            urllib.request.urlopen(server.url, timeout=5) as reply,
+        ):
             assert reply.status == 200
             text = reply.read().decode()
     finally:
-        server.shutdown()
-        server.server_close()
         ex.close()
     found = families(text)
     assert not [name for name in found if name.startswith("DCGM_")]
@@ -180,46 +177,3 @@ def test_unreadable_web_config_is_a_usage_error(tmp_path: Path, capsys) -> None:
     bad.write_text("basic_auth_users:\n  alice: plaintext\n")
     assert main(["export", "--port", "0", "--web-config", str(bad)]) == 2
     assert "not a bcrypt hash" in capsys.readouterr().err
-
-
-def test_idle_connections_cannot_exhaust_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    import http.client
-    import socket
-    import urllib.error
-
-    from tests.helpers.waiting import wait_for
-    from tfgpu_tui.export import server as server_module
-    from tfgpu_tui.export.server import MAX_CONNECTIONS
-
-    # the idle connections keep their slots however slowly this test runs (not dropped after the 10 s timeout)
-    monkeypatch.setattr(server_module, "CONNECTION_TIMEOUT_SECONDS", 600.0)
-    settings = Settings(demo=True)
-    ex = Exporter(settings, hostname="busy")
-    ex.sample_once()
-    server = MetricsServer(("127.0.0.1", 0), ex)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_CONNECTIONS)]
-    try:
-        # the server accepts in order: this one comes after every idle one has taken its slot (no sleep)
-        refused = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        with pytest.raises((ConnectionError, http.client.RemoteDisconnected)):
-            refused.request("GET", "/metrics")
-            refused.getresponse()
-        for sock in idle:
-            sock.close()
-
-        def served() -> bool:
-            try:
-                with urllib.request.urlopen(server.url, timeout=5) as reply:
-                    return reply.status == 200
-            except (ConnectionError, urllib.error.URLError):
-                return False  # the slots are not all given back yet
-
-        wait_for(served)  # the closed connections give their slots back: polled for, not a fixed 0.3 s
-    finally:
-        for sock in idle:
-            sock.close()
-        server.shutdown()
-        server.server_close()
-        ex.close()

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.access import (
+from tfgpu_tui.safe_files import special_file_refusal
+from tfgpu_tui.serve.policy import (
     AccessPolicy,
     log_refusal,
     model_refusal,
     policy_from_settings,
-    special_file_refusal,
     visible_logs,
 )
 from tfgpu_tui.settings import Settings

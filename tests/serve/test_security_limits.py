@@ -12,10 +12,10 @@ import pytest
 
 from tests.helpers.monitor_helpers import record_notifications
 from tests.helpers.waiting import wait_until
-from tfgpu_tui.access import WRITES_REFUSED
 from tfgpu_tui.children import TAIL_BYTES, BoundedCapture
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.trial_runner import TrialRunner
+from tfgpu_tui.serve.policy import WRITES_REFUSED
 from tfgpu_tui.settings import Settings
 
 pytestmark = pytest.mark.e2e  # real child processes

@@ -22,9 +22,9 @@ from tfgpu_tui.commands.serve import (
     session_arguments,
     session_command,
 )
+from tfgpu_tui.serve.guard import Token, is_loopback
+from tfgpu_tui.serve.server import DashboardServer
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.web_guard import Token, is_loopback
-from tfgpu_tui.web_server import DashboardServer
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])

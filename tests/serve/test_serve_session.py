@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers.served import logged_in_client, open_session, serve
-from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token
-from tfgpu_tui.web_server import DashboardServer
-from tfgpu_tui.web_session import WEB_DRIVER, Download, decode_chunk, session_environment
+from tfgpu_tui.serve.guard import TOKEN_ENV_VAR, Token
+from tfgpu_tui.serve.server import DashboardServer
+from tfgpu_tui.serve.session import WEB_DRIVER, Download, decode_chunk, session_environment
 
 pytestmark = pytest.mark.e2e  # real child processes
 

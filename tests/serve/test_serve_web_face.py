@@ -16,8 +16,8 @@ from tests.helpers.paths import ROOT
 from tests.helpers.served import serve
 from tests.helpers.waiting import wait_for
 from tfgpu_tui.cli import main
-from tfgpu_tui.web_guard import Token
-from tfgpu_tui.web_server import DashboardServer
+from tfgpu_tui.serve.guard import Token
+from tfgpu_tui.serve.server import DashboardServer
 
 pytestmark = pytest.mark.e2e  # real child processes
 
@@ -98,11 +98,13 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_the_server_imports_nothing_of_the_command_line() -> None:
-    """web_server.py and commands/serve.py imported each other; now only the command line imports the
+    """serve/server.py and commands/serve.py imported each other; now only the command line imports the
     server."""
-    assert "tfgpu_tui.web_server" in _imported_modules(PACKAGE / "commands" / "serve.py")
+    assert "tfgpu_tui.serve.server" in _imported_modules(PACKAGE / "commands" / "serve.py")
     assert not [
-        name for name in _imported_modules(PACKAGE / "web_server.py") if name.startswith("tfgpu_tui.commands")
+        name
+        for name in _imported_modules(PACKAGE / "serve" / "server.py")
+        if name.startswith("tfgpu_tui.commands")
     ]
 
 
@@ -114,7 +116,7 @@ async def test_static_files_are_not_listed_and_nothing_outside_them_is_served() 
         listing = await client.get("/static/", headers=auth)
         assert listing.status in (403, 404) and "textual.js" not in await listing.text()
         for path in (
-            "/static/../web_server.py",
+            "/static/../server.py",
             "/static/%2e%2e/%2e%2e/pyproject.toml",
             "/static/..%2f..%2fx",
         ):

@@ -1,6 +1,7 @@
 """`tfgpu-tui export`: a Prometheus exporter with dcgm-exporter's metric names plus tfgpu-tui's own series
 (processes, alerts, training progress). Loopback only unless --public; TLS and basic auth through a web
-config file in the format of Prometheus's exporter-toolkit. docs/fleet.md has the scrape config."""
+config file in the format of Prometheus's exporter-toolkit; served on aiohttp (export/server.py), as `serve`
+is. docs/fleet.md has the scrape config."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.options import add_demo_gpus_option, interval_seconds, settings_from_args
+
+if TYPE_CHECKING:
+    from tfgpu_tui.export.collector import Exporter
+    from tfgpu_tui.export.server import MetricsServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged
@@ -86,8 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot be used, or None. Each --log gets `log PATH`'s checks (a log that does not
     exist yet is followed once it appears)."""
-    from tfgpu_tui.access import special_file_refusal
-    from tfgpu_tui.export.server import is_loopback
+    from tfgpu_tui.safe_files import special_file_refusal
+    from tfgpu_tui.serve.guard import is_loopback
 
     for log in args.logs:
         refusal = special_file_refusal(log)
@@ -136,11 +142,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.public and not is_private(web):
         auth = "" if web.users else " No basic auth is configured: anyone who can connect reads them."
-        print(
-            PUBLIC_WARNING.format(host=args.host, port=server.server_address[1], auth=auth), file=sys.stderr
-        )
+        print(PUBLIC_WARNING.format(host=args.host, port=server.port, auth=auth), file=sys.stderr)
     exporter.start()
-    print(f"tfgpu-tui export: serving {server.url}", flush=True)
     return serve(server, exporter)
 
 
@@ -149,17 +152,16 @@ def is_private(web: object) -> bool:
     return bool(getattr(web, "tls", False) and getattr(web, "users", None))
 
 
-def serve(server, exporter) -> int:  # type: ignore[no-untyped-def]
-    """Serve in a thread; return 0 on SIGINT/SIGTERM after closing everything."""
+def serve(server: MetricsServer, exporter: Exporter) -> int:
+    """Serve (the server's own thread) until SIGINT or SIGTERM; return 0 after closing everything."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    thread = threading.Thread(target=server.serve_forever, name="tfgpu-export-http", daemon=True)
-    thread.start()
     try:
+        server.start()
+        print(f"tfgpu-tui export: serving {server.url}", flush=True)
         stop.wait()
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
         exporter.close()
     return 0

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from tfgpu_tui.access import special_file_refusal
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.options import settings_from_args
+from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.oversight import LogOversight, OversightState

@@ -104,9 +104,9 @@ def say(message: str) -> None:
 
 def configure(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Settings, destinations and event kinds for this run; raises ValueError with one line when unusable."""
-    from tfgpu_tui.access import special_file_refusal
     from tfgpu_tui.notify.destinations import check, gather, known_schemes
     from tfgpu_tui.notify.events import parse_events
+    from tfgpu_tui.safe_files import special_file_refusal
 
     for log in args.logs:
         if (refusal := special_file_refusal(log)) is not None:

@@ -1,10 +1,10 @@
 """`tfgpu-tui serve`: the dashboard in a web browser.
 
 The server runs one dashboard process per browser session: `<this python> -m tfgpu_tui <options>`, built
-here as an argument list. This module is the command line; the server (web_server.py, which imports nothing
-from here) asks for a secret token, checks Host and Origin, and
-limits the number of sessions; each session runs with least privilege (access.py) unless `--allow-kill` /
-`--allow-code` say otherwise. docs/security.md says what a visitor can and cannot do.
+here as an argument list. This module is the command line; the server (serve/server.py, which imports
+nothing from here) asks for a secret token, checks Host and Origin, and limits the number of sessions; each
+session runs with least privilege (serve/policy.py) unless `--allow-kill` / `--allow-code` say otherwise.
+docs/security.md says what a visitor can and cannot do.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tfgpu_tui.access import policy_from_settings
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.options import (
@@ -29,8 +28,9 @@ from tfgpu_tui.options import (
     settings_from_args,
     whole_in,
 )
+from tfgpu_tui.serve.guard import TOKEN_ENV_VAR, Token, is_loopback
+from tfgpu_tui.serve.policy import policy_from_settings
 from tfgpu_tui.settings import Range, Settings
-from tfgpu_tui.web_guard import TOKEN_ENV_VAR, Token, is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     if args.public:
         root = Path(arguments[arguments.index("--log-root") + 1])
         print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
-    from tfgpu_tui.web_server import DashboardServer  # aiohttp: imported only to serve
+    from tfgpu_tui.serve.server import DashboardServer  # aiohttp: imported only to serve
 
     server = DashboardServer(
         session_command(arguments),

@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
+import secrets
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ class WebConfig:
     users: dict[str, bytes] = field(default_factory=dict)
     _verified: dict[tuple[str, bytes], bool] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     @property
     def tls(self) -> bool:
@@ -69,35 +72,51 @@ class WebConfig:
         context.verify_mode = CLIENT_AUTH[self.client_auth_type]
         return context
 
-    def authorized(self, header: str | None) -> bool:
-        """True when no users are configured, or the Authorization header names one with the right password.
-        A verified pair is remembered (by a hash): bcrypt is slow on purpose, scrapes come every second."""
+    def known(self, header: str | None) -> bool | None:
+        """Whether the Authorization header may pass, when that needs no bcrypt: True without users; False
+        for a header that is not basic auth or names no user; a verdict remembered from an earlier check.
+        None when `authorized` must check the password (slow on purpose: run it off an event loop)."""
         if not self.users:
             return True
-        if not header or not header.startswith("Basic "):
+        parsed = _basic(header)
+        if parsed is None or parsed[0] not in self.users:
             return False
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        hashed = self.users.get(user)
-        if hashed is None:
-            return False
-        key = (user, hashlib.sha256(password.encode()).digest())
         with self._lock:
-            known = self._verified.get(key)
-        if known is None:
-            import bcrypt
+            return self._verified.get(self._key(*parsed))
 
-            try:
-                known = bcrypt.checkpw(password.encode(), hashed)
-            except ValueError:
-                known = False
-            with self._lock:
-                if len(self._verified) > 1024:
-                    self._verified.clear()
-                self._verified[key] = known
-        return known
+    def authorized(self, header: str | None) -> bool:
+        """True when no users are configured, or the Authorization header names one with the right password.
+        A verdict is remembered (by a keyed hash of the password): scrapes come every second."""
+        known = self.known(header)
+        if known is not None:
+            return known
+        user, password = _basic(header) or ("", "")
+        import bcrypt
+
+        try:
+            verdict = bcrypt.checkpw(password.encode(), self.users[user])
+        except ValueError:
+            verdict = False
+        with self._lock:
+            if len(self._verified) > 1024:
+                self._verified.clear()
+            self._verified[self._key(user, password)] = verdict
+        return verdict
+
+    def _key(self, user: str, password: str) -> tuple[str, bytes]:
+        """What a verdict is remembered by: never the password itself, nor a plain hash of it."""
+        return user, hmac.new(self._secret, password.encode(), hashlib.sha256).digest()
+
+
+def _basic(header: str | None) -> tuple[str, str] | None:
+    """(user, password) from a basic-auth Authorization header, or None when it is not one."""
+    if not header or not header.startswith("Basic "):
+        return None
+    try:
+        user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return user, password
 
 
 def _path(base: Path, value: object, key: str) -> Path:

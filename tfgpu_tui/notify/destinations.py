@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.safe_files import special_file_refusal
 
 ENV_VAR = "TFGPU_TUI_NOTIFY"
 MAX_URL_FILE_BYTES = 64 * 1024

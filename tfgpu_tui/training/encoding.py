@@ -67,7 +67,7 @@ def read_head(path: Path, size: int = SNIFF_BYTES) -> bytes:
 
 def binary_refusal(path: Path) -> str | None:
     """Why `path` is not followed as a training log (it holds binary data), or None. Call it only for a
-    regular file (`access.special_file_refusal` first): it reads the file's start."""
+    regular file (`safe_files.special_file_refusal` first): it reads the file's start."""
     if looks_binary(read_head(path)):
         return f"{path} is not a text log (it holds binary data: a program, an archive, an image ...)"
     return None

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from stat import S_ISREG
 
-from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.training.encoding import SNIFF_BYTES, detect_encoding
 
 READ_BYTES = 4 * 1024 * 1024
@@ -226,7 +226,7 @@ class LogFollower:
         self.encoding = "utf-8"
         self._handle: int | None = None
         self._inode: tuple[int, int] | None = None
-        self.refused: str | None = None  # why the path cannot be followed (access.special_file_refusal)
+        self.refused: str | None = None  # why the path cannot be followed (safe_files.special_file_refusal)
 
     def close(self) -> None:
         """Release the file handle."""

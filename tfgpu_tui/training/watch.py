@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tfgpu_tui.access import special_file_refusal
+from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.training.encoding import detect_encoding, read_head
 from tfgpu_tui.training.follow import (
     READ_BYTES,

@@ -14,7 +14,6 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
-from tfgpu_tui.access import model_refusal, pipeline_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
@@ -32,6 +31,7 @@ from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.simulated import SimulatedGpus, SimulatedTrialRunner, simulated_comparison
 from tfgpu_tui.probe.trial import Trial
 from tfgpu_tui.probe.trial_runner import TrialRunner, run_probe
+from tfgpu_tui.serve.policy import model_refusal, pipeline_refusal, policy_from_settings
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text

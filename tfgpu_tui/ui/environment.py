@@ -24,7 +24,6 @@ from textual.geometry import Region, Spacing
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from tfgpu_tui.access import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.children import stop_all
 from tfgpu_tui.env.check_run import fast_report, full_report
@@ -33,6 +32,7 @@ from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
+from tfgpu_tui.serve.policy import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text
 from tfgpu_tui.ui.messages import AlertsChanged, ShowTab

@@ -22,11 +22,11 @@ from textual.widgets import DataTable, Input, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tfgpu_tui.access import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.gpu.efficiency import Thresholds
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.report_card import RunWatch
+from tfgpu_tui.serve.policy import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog

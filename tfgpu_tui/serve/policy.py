@@ -4,19 +4,19 @@ A local dashboard may do everything its user may (unless `--readonly`). A web se
 with `--least-privilege`, may by default send no signals, open only regular files under the log root
 (symlinks resolved), probe only the built-in models and model files under the log root, and write nothing on
 the server; `--allow-kill` and `--allow-code` loosen that. Every check returns the reason for a refusal (a
-sentence for the user) or None. No I/O beyond `stat`.
+sentence for the user) or None. No I/O beyond `stat`. What kind of file may be opened at all is
+safe_files.py's, which every opener asks.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.settings import Settings
 
 MODEL_FILE_SUFFIXES = (".keras", ".h5")
@@ -29,13 +29,6 @@ PIPELINE_REFUSED = (
     "--allow-code allows it)"
 )
 WRITES_REFUSED = "This session writes nothing on the machine it runs on (least privilege)."
-KINDS = (
-    (stat.S_ISDIR, "a directory, not a log file"),
-    (stat.S_ISFIFO, "a FIFO (named pipe), not a regular file"),
-    (stat.S_ISCHR, "a character device, not a regular file"),
-    (stat.S_ISBLK, "a block device, not a regular file"),
-    (stat.S_ISSOCK, "a socket, not a regular file"),
-)
 
 
 @dataclass(frozen=True)
@@ -66,21 +59,6 @@ def policy_from_settings(settings: Settings) -> AccessPolicy:
 def real_path(path: Path | str) -> Path:
     """`path` absolute, `~` expanded and symlinks resolved (never raises; a loop is left as it is)."""
     return Path(os.path.realpath(os.path.expanduser(path)))
-
-
-def special_file_refusal(path: Path | str) -> str | None:
-    """Why `path` cannot be followed as a log: a FIFO, device, socket, directory or symlink loop. None for a
-    regular file and for a path that does not exist (yet)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            return f"{path} is a symlink loop (its links point back at each other)"
-        return None
-    for test, what in KINDS:
-        if test(mode):
-            return f"{path} is {what}"
-    return None
 
 
 def is_under(path: Path | str, root: Path) -> bool:

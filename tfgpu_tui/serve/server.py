@@ -1,7 +1,7 @@
 """The web server behind `tfgpu-tui serve`, on aiohttp, for a dashboard that can see processes and logs.
 
-Every request passes the guard first (web_guard.py: token, Host, Origin). Each browser tab gets a session
-(web_session.py): a dashboard process run by Textual's web driver. The page is web_page/app_index.html; the
+Every request passes the guard first (guard.py: token, Host, Origin). Each browser tab gets a session
+(session.py): a dashboard process run by Textual's web driver. The page is page/app_index.html; the
 terminal in it is textual-serve's browser client (its script, styles and font, served from its installed
 package under /static/).
 
@@ -33,12 +33,12 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 from aiohttp.abc import AbstractAccessLogger
 
+from tfgpu_tui.serve.guard import Credentials, Guard, Token
+from tfgpu_tui.serve.session import Session
 from tfgpu_tui.text_clean import clean_line
-from tfgpu_tui.web_guard import Credentials, Guard, Token
-from tfgpu_tui.web_session import Session
 
 log = logging.getLogger("tfgpu-tui.serve")
-PAGE_FOLDER = Path(__file__).resolve().parent / "web_page"
+PAGE_FOLDER = Path(__file__).resolve().parent / "page"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_COLUMNS, MAX_ROWS = 500, 200
@@ -94,7 +94,7 @@ class DashboardServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every request passes the guard (web_guard.py) first."""
+        """Every request passes the guard (guard.py) first."""
         credentials = Credentials(
             cookie=request.cookies.get(self.guard.cookie_name),
             authorization=request.headers.get("Authorization", ""),

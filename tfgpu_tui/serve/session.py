@@ -34,8 +34,8 @@ from pathlib import PurePath
 import psutil
 from aiohttp import web
 
+from tfgpu_tui.serve.guard import TOKEN_ENV_VAR
 from tfgpu_tui.text_clean import clean_line
-from tfgpu_tui.web_guard import TOKEN_ENV_VAR
 
 log = logging.getLogger("tfgpu-tui.serve")
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"

@@ -1,0 +1,33 @@
+"""Which paths are safe to open as a file to read: never a FIFO (an open would block), a device, a socket, a
+directory or a symlink loop. Used wherever a path from outside is opened (training logs, notify's --to-file,
+the command lines that take a log). No I/O beyond `stat`; imports nothing of the package."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+KINDS = (
+    (stat.S_ISDIR, "a directory, not a log file"),
+    (stat.S_ISFIFO, "a FIFO (named pipe), not a regular file"),
+    (stat.S_ISCHR, "a character device, not a regular file"),
+    (stat.S_ISBLK, "a block device, not a regular file"),
+    (stat.S_ISSOCK, "a socket, not a regular file"),
+)
+
+
+def special_file_refusal(path: Path | str) -> str | None:
+    """Why `path` cannot be followed as a log: a FIFO, device, socket, directory or symlink loop. None for a
+    regular file and for a path that does not exist (yet)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"{path} is a symlink loop (its links point back at each other)"
+        return None
+    for test, what in KINDS:
+        if test(mode):
+            return f"{path} is {what}"
+    return None
