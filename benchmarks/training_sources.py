@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tfgpu_tui.proc.log_writers import find_log_writer, tensorflow_logs
 from tfgpu_tui.training.checkpoints import find_checkpoints
-from tfgpu_tui.training.log_sources import find_log_writer, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight
 from tfgpu_tui.training.synthetic import keras3_log
 from tfgpu_tui.training.watch import LogWatch

@@ -38,10 +38,10 @@ def scenario(pids: list[int]) -> str:
 
 async def shoot(out: Path, pids: list[int]) -> None:
     from tfgpu_tui.gpu.feed import SnapshotFeed
-    from tfgpu_tui.gpu.host_facts import PsutilFacts
     from tfgpu_tui.gpu.nvml import NvmlSource
     from tfgpu_tui.gpu.processes import HostInspector
     from tfgpu_tui.gpu.sampler import Sampler
+    from tfgpu_tui.proc.facts import PsutilFacts
     from tfgpu_tui.settings import Settings
     from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.monitor import MonitorTab

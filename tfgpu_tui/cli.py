@@ -77,8 +77,8 @@ def run_app(settings: Settings) -> int:
     the feed starts from that snapshot, and the app has the processes read once the frame is drawn. Where
     there is no child (the demo, whose simulation lives in this process; no fork), the feed takes that
     first snapshot itself, before Textual is imported (in a thread beside it, both would finish late)."""
-    from tfgpu_tui.children import fork_call
     from tfgpu_tui.gpu.feed import SnapshotFeed, first_gpus_snapshot
+    from tfgpu_tui.proc.spawn import fork_call
 
     feed = SnapshotFeed(settings, first_without_processes=True)
     reading = None if settings.demo else fork_call(partial(first_gpus_snapshot, settings))

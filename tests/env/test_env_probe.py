@@ -12,11 +12,11 @@ import pytest
 
 from tests.helpers.paths import FIXTURES
 from tests.helpers.waiting import wait_for
-from tfgpu_tui.children import stop_all
 from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.env.tf_inspection import InspectionRun, inspect_tensorflow, run_inspection
+from tfgpu_tui.proc.spawn import stop_all
 
 FIXTURES = FIXTURES / "env"
 

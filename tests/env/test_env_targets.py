@@ -14,18 +14,17 @@ import pytest
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.env.targets import (
     Candidate,
-    Job,
     ask_version,
     choose,
     find_candidates,
     picker_candidates,
     python_processes,
     resolve_target,
-    tensorflow_processes,
     typed_interpreter,
     with_versions,
 )
-from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.marks import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.python_processes import Job, tensorflow_processes
 
 pytestmark = pytest.mark.e2e  # real child processes
 

@@ -16,15 +16,8 @@ from textual.widgets import OptionList
 from tests.helpers.paths import FIXTURES
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.env.interpreter_choice import InterpreterChoice
-from tfgpu_tui.env.targets import (
-    Candidate,
-    Target,
-    choose,
-    job_running,
-    process_started,
-    resolve_target,
-    tensorflow_processes,
-)
+from tfgpu_tui.env.targets import Candidate, Target, choose, resolve_target
+from tfgpu_tui.proc.python_processes import job_running, process_started, tensorflow_processes
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.header import ALERT_TITLE_ROOM
 from tfgpu_tui.ui.text_fit import whole_words

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tfgpu_tui.gpu.attribution import ESTIMATED, NOT_REPORTED, attribute, driver_at_least
-from tfgpu_tui.gpu.device_files import INIT_PID_NAMESPACE_INODE, DeviceFileScanner, Holding, scan_process
 from tfgpu_tui.gpu.model import Attribution
 from tfgpu_tui.gpu.source import GpuProcess
+from tfgpu_tui.proc.device_files import INIT_PID_NAMESPACE_INODE, DeviceFileScanner, Holding, scan_process
 
 MINORS = {0: 0, 1: 1, 2: 2, 3: 3}
 USED = {0: 31220.0, 1: 18932.0, 2: 23028.0, 3: 12788.0}

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from tfgpu_tui.env.tf_inspection import INSPECT_ENV
-from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child, marked
 from tfgpu_tui.probe.trial_runner import child_environment
+from tfgpu_tui.proc.marks import CHILD_ENV_VAR, argv_is_child, marked
 
 pytestmark = pytest.mark.e2e  # real child processes
 

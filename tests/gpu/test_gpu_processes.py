@@ -13,14 +13,6 @@ from pathlib import Path
 import pytest
 
 from tfgpu_tui.gpu import processes
-from tfgpu_tui.gpu.host_facts import (
-    ProcessIdentity,
-    ProcessStat,
-    PsutilFacts,
-    cpu_percent_between,
-    take_baseline,
-    tensorflow_loaded,
-)
 from tfgpu_tui.gpu.jupyter import (
     NO_SERVER,
     TOKEN_UNREADABLE,
@@ -32,6 +24,14 @@ from tfgpu_tui.gpu.kernel_argv import kernel_from_cmdline
 from tfgpu_tui.gpu.model import HostState
 from tfgpu_tui.gpu.processes import HostInspector
 from tfgpu_tui.gpu.source import GpuProcess
+from tfgpu_tui.proc.facts import (
+    ProcessIdentity,
+    ProcessStat,
+    PsutilFacts,
+    cpu_percent_between,
+    take_baseline,
+    tensorflow_loaded,
+)
 
 SLEEPER = "import time, sys; print('ready', flush=True); time.sleep(60)"
 MAPPER = (

@@ -24,7 +24,7 @@ from tests.helpers.jupyter_fixture import HELD_MIB, NOTEBOOK
 from tests.helpers.waiting import wait_for, wait_until
 from tfgpu_tui.alerts import ACTION_KINDS, Severity
 from tfgpu_tui.gpu.jupyter import NO_SERVER
-from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.marks import CHILD_ENV_VALUE, CHILD_ENV_VAR
 
 pytestmark = pytest.mark.e2e  # real child processes
 
@@ -91,10 +91,10 @@ async def test_first_frame_names_the_notebook_and_the_stale_alert(
     jupyter: dict, scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tfgpu_tui.gpu.feed import SnapshotFeed
-    from tfgpu_tui.gpu.host_facts import PsutilFacts
     from tfgpu_tui.gpu.nvml import NvmlSource
     from tfgpu_tui.gpu.processes import HostInspector
     from tfgpu_tui.gpu.sampler import Sampler
+    from tfgpu_tui.proc.facts import PsutilFacts
     from tfgpu_tui.settings import Settings
     from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.header import StatusHeader

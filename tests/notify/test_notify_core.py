@@ -20,8 +20,8 @@ from tfgpu_tui.notify.logs import FollowedLog, LogSet
 from tfgpu_tui.notify.state import Ledger
 from tfgpu_tui.notify.status import clear_status, read_status, write_status
 from tfgpu_tui.notify.training_events import LogReading, TrainingEvents
+from tfgpu_tui.proc.log_writers import LogWriter
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
-from tfgpu_tui.training.log_sources import LogWriter
 from tfgpu_tui.training.watch import LogWatch
 
 pytestmark = pytest.mark.e2e  # real child processes
@@ -255,7 +255,7 @@ def test_the_status_file_names_schemes_and_goes_with_its_process(tmp_path: Path)
 
 
 def test_without_log_options_the_running_jobs_logs_are_found_and_kept(tmp_path: Path) -> None:
-    from tfgpu_tui.training.log_sources import LogCandidate
+    from tfgpu_tui.proc.log_writers import LogCandidate
 
     path = tmp_path / "train.log"
     path.write_text(RUNNING)

@@ -15,12 +15,12 @@ import pytest
 from tfgpu_tui.cli import main
 from tfgpu_tui.commands import probe as probe_command
 from tfgpu_tui.commands import probe_pipeline
-from tfgpu_tui.own_children import CHILD_ENV_VAR, argv_is_child
 from tfgpu_tui.probe import pipeline_runner
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_runner import PipelineRunner
 from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER
 from tfgpu_tui.probe.worker import RESULT_MARKER
+from tfgpu_tui.proc.marks import CHILD_ENV_VAR, argv_is_child
 
 REPORT = {
     "status": "ok",

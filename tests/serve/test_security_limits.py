@@ -12,9 +12,9 @@ import pytest
 
 from tests.helpers.monitor_helpers import record_notifications
 from tests.helpers.waiting import wait_until
-from tfgpu_tui.children import TAIL_BYTES, BoundedCapture
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.trial_runner import TrialRunner
+from tfgpu_tui.proc.spawn import TAIL_BYTES, BoundedCapture
 from tfgpu_tui.serve.policy import WRITES_REFUSED
 from tfgpu_tui.settings import Settings
 
@@ -139,7 +139,7 @@ async def test_local_least_privilege_refuses_outside_logs_and_writes(tmp_path: P
 async def test_pick_list_lists_only_logs_under_the_root(tmp_path: Path, monkeypatch) -> None:
     from textual.widgets import OptionList
 
-    from tfgpu_tui.training.log_sources import LogCandidate
+    from tfgpu_tui.proc.log_writers import LogCandidate
     from tfgpu_tui.ui.app import TfgpuApp
     from tfgpu_tui.ui.training import TrainingTab
 

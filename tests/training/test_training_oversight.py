@@ -13,14 +13,14 @@ import pytest
 
 from tests.helpers.training_children import SLEEPER, started_children
 from tests.helpers.waiting import wait_for
-from tfgpu_tui.training.checkpoints import CheckpointPolicy
-from tfgpu_tui.training.demo_log import DemoTrainingLog
-from tfgpu_tui.training.log_sources import (
+from tfgpu_tui.proc.log_writers import (
     LogWriter,
     find_log_writer,
     refresh_writer,
     tensorflow_logs,
 )
+from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.demo_log import DemoTrainingLog
 from tfgpu_tui.training.oversight import LogOversight
 from tfgpu_tui.training.run import EpochRecord
 from tfgpu_tui.training.synthetic import keras3_log

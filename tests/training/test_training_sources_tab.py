@@ -13,8 +13,8 @@ import pytest
 from textual.widgets import OptionList, ProgressBar, Static
 
 from tests.helpers.waiting import wait_until
+from tfgpu_tui.proc.log_writers import tensorflow_logs
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.training.log_sources import tensorflow_logs
 from tfgpu_tui.training.synthetic import keras3_log
 from tfgpu_tui.ui import training as training_ui
 from tfgpu_tui.ui.app import TfgpuApp

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from tfgpu_tui.alerts import AlertKind
 from tfgpu_tui.commands import COMMAND_SUMMARIES
 from tfgpu_tui.durations import running_text
-from tfgpu_tui.gpu.host_facts import CpuBaseline, take_baseline
 from tfgpu_tui.options import add_demo_gpus_option, interval_seconds, settings_from_args
+from tfgpu_tui.proc.facts import CpuBaseline, take_baseline
 from tfgpu_tui.settings import MIN_INTERVAL_SECONDS, Settings
 
 if TYPE_CHECKING:  # loaded in run(), after a one-shot's CPU baseline: loading them is part of its window

@@ -16,10 +16,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tfgpu_tui.children import run_child
 from tfgpu_tui.env.library_versions import read_library_version
 from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
 from tfgpu_tui.env.targets import Candidate, ask_version
+from tfgpu_tui.proc.spawn import run_child
 
 # Libraries TensorFlow's GPU support loads (the stem before ".so").
 CUDA_LIBRARIES = (

@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from tfgpu_tui.env.targets import Target, job_running, resolve_target
+from tfgpu_tui.env.targets import Target, resolve_target
+from tfgpu_tui.proc.python_processes import job_running
 
 PICKED = "chosen with p"
 

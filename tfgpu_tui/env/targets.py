@@ -26,14 +26,17 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import NamedTuple
 
-from tfgpu_tui.own_children import argv_is_child, environ_is_child, marked
+from tfgpu_tui.proc.marks import marked
+from tfgpu_tui.proc.python_processes import (
+    Job,
+    prefix_python,
+    process_interpreter,
+    running_pythons,
+    tensorflow_processes,
+)
 
-PROC = "/proc"
 ASK_TIMEOUT_SECONDS = 10.0
-MAX_PROCESSES = 16  # running TensorFlow processes looked at (the first found)
 # Candidate kinds, in the order `choose` prefers them (the rest are listed by the picker only).
 JOB, VENV, CONDA, CONDA_BASE = "job", "venv", "conda", "conda-base"
 ON_PATH, OWN, FOUND = "path", "own", "found"
@@ -59,7 +62,6 @@ VERSION_SCRIPT = (
     "    print('-')\n"
 )
 CONDA_BASES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge")
-SITE_PACKAGES = re.compile(rb"(/\S+?)/lib(?:64)?/python\d+\.\d+/(?:site|dist)-packages/tensorflow/")
 
 
 @dataclass(frozen=True)
@@ -96,111 +98,6 @@ class Target:
         return cls(candidate.python, why, pool, reason, candidate.pid, candidate.started)
 
 
-class Job(NamedTuple):
-    """One of this user's running TensorFlow processes."""
-
-    pid: int
-    command: str  # its first words, e.g. "python train.py"
-    started: float | None = None  # psutil's create_time
-
-
-def _prefix_python(prefix: str) -> str | None:
-    for name in ("python3", "python"):
-        path = os.path.join(prefix, "bin", name)
-        if os.access(path, os.X_OK):
-            return path
-    return None
-
-
-def process_interpreter(pid: int) -> str | None:
-    """The interpreter of a running TensorFlow process: the environment its TensorFlow was loaded from
-    (``<prefix>/bin/python3``), else ``/proc/PID/exe``."""
-    try:
-        with open(f"{PROC}/{pid}/maps", "rb") as handle:
-            match = SITE_PACKAGES.search(handle.read(64 << 20))
-    except OSError:
-        match = None
-    if match:
-        python = _prefix_python(match.group(1).decode(errors="replace"))
-        if python:
-            return python
-    try:
-        return os.readlink(f"{PROC}/{pid}/exe")
-    except OSError:
-        return None
-
-
-def other_pids(own_pid: int | None = None) -> list[int]:
-    """Every process's PID but this one's (`own_pid`), in order; empty when /proc cannot be listed."""
-    own_pid = os.getpid() if own_pid is None else own_pid
-    try:
-        return sorted(int(n) for n in os.listdir(PROC) if n.isdigit() and int(n) != own_pid)
-    except OSError:
-        return []
-
-
-def _python_process(pid: int, uid: int) -> tuple[list[str], bytes] | None:
-    """The argv and raw environ of `uid`'s Python process `pid`, None when it is another user's, not Python,
-    gone, or one of tfgpu-tui's own children."""
-    from tfgpu_tui.gpu.host_facts import read_environ
-
-    try:
-        if os.stat(f"{PROC}/{pid}").st_uid != uid:
-            return None
-        if not Path(f"{PROC}/{pid}/comm").read_bytes().startswith(b"python"):
-            return None
-        argv = Path(f"{PROC}/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return None
-    environ = read_environ(pid) or b""
-    if argv_is_child(argv) or environ_is_child(environ):
-        return None
-    return argv, environ
-
-
-def _short_command(argv: list[str]) -> str:
-    return " ".join(part for part in argv[:3] if part)
-
-
-def process_started(pid: int) -> float | None:
-    """When process `pid` started (psutil's create_time), None when it is gone or a zombie."""
-    import psutil  # here: the dashboard's first frame imports this module, and needs no process facts
-
-    try:
-        process = psutil.Process(pid)
-        return None if process.status() == psutil.STATUS_ZOMBIE else process.create_time()
-    except psutil.Error:
-        return None
-
-
-def job_running(pid: int, started: float | None) -> bool:
-    """Whether the job `pid` that started at `started` still runs (a PID used again by another process is
-    not it)."""
-    now = process_started(pid)
-    return now is not None and (started is None or now == started)
-
-
-def tensorflow_processes(
-    own_pid: int | None = None, uid: int | None = None, pids: Iterable[int] | None = None
-) -> list[Job]:
-    """This user's (`uid`) Python processes with TensorFlow loaded, tfgpu-tui's own children left out.
-    `pids` limits the look to those processes (all others of the machine by default)."""
-    from tfgpu_tui.gpu.host_facts import tensorflow_loaded
-
-    uid = os.getuid() if uid is None else uid
-    found: list[Job] = []
-    for pid in other_pids(own_pid) if pids is None else pids:
-        seen = _python_process(pid, uid)
-        if seen is None or not tensorflow_loaded(pid):
-            continue
-        started = process_started(pid)
-        if started is not None:
-            found.append(Job(pid, _short_command(seen[0]), started))
-        if len(found) >= MAX_PROCESSES:
-            break
-    return found
-
-
 def find_candidates(
     own_python: str = sys.executable,
     environ: Mapping[str, str] | None = None,
@@ -229,10 +126,10 @@ def _activated(environ: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
     ``$CONDA_PREFIX`` (its base environment, which conda activates in every shell by default, is no choice
     of the user's: CONDA_BASE)."""
     found = []
-    venv = _prefix_python(environ["VIRTUAL_ENV"]) if environ.get("VIRTUAL_ENV") else None
+    venv = prefix_python(environ["VIRTUAL_ENV"]) if environ.get("VIRTUAL_ENV") else None
     if venv:
         found.append((VENV, venv, "the activated venv ($VIRTUAL_ENV)", "activated venv"))
-    conda = _prefix_python(environ["CONDA_PREFIX"]) if environ.get("CONDA_PREFIX") else None
+    conda = prefix_python(environ["CONDA_PREFIX"]) if environ.get("CONDA_PREFIX") else None
     if conda and environ.get("CONDA_DEFAULT_ENV") == "base":
         found.append((CONDA_BASE, conda, "conda's base environment ($CONDA_PREFIX)", "conda base"))
     elif conda:
@@ -266,7 +163,7 @@ def picker_candidates(
     found = [
         Candidate(python, source)
         for prefix, source in environment_prefixes(home, env)
-        if (python := _prefix_python(prefix)) is not None
+        if (python := prefix_python(prefix)) is not None
     ]
     return unique_environments(
         find_candidates(own_python, env, tf_processes)
@@ -305,36 +202,12 @@ def _subdirs(*parts: str) -> list[str]:
 def python_processes(
     own_pid: int | None = None, uid: int | None = None, pids: Iterable[int] | None = None
 ) -> list[Candidate]:
-    """The interpreters of this user's running Python processes (tfgpu-tui's own children left out): the
-    path it was started as when absolute (a venv's bin/python), else its environment's, else its binary.
-    `pids` limits the look to those processes (all others of the machine by default)."""
-    uid = os.getuid() if uid is None else uid
-    found: list[Candidate] = []
-    for pid in other_pids(own_pid) if pids is None else pids:
-        seen = _python_process(pid, uid)
-        python = _started_as(pid, *seen) if seen is not None else None
-        if seen is not None and python:
-            found.append(Candidate(python, f"running Python process PID {pid} ({_short_command(seen[0])})"))
-            if len(found) >= MAX_PROCESSES:
-                break
-    return found
-
-
-def _started_as(pid: int, argv: list[str], environ: bytes) -> str | None:
-    """The interpreter a process runs: argv[0] when an absolute path to an executable, else that of the
-    environment it was started in ($VIRTUAL_ENV / $CONDA_PREFIX), else /proc/PID/exe."""
-    if argv and os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK):
-        return argv[0]
-    for line in environ.split(b"\0"):
-        name, _, value = line.partition(b"=")
-        if name in (b"VIRTUAL_ENV", b"CONDA_PREFIX") and value:
-            python = _prefix_python(value.decode(errors="replace"))
-            if python:
-                return python
-    try:
-        return os.readlink(f"{PROC}/{pid}/exe")
-    except OSError:
-        return None
+    """The interpreters of this user's running Python processes (proc/python_processes.py), as the
+    picker's candidates."""
+    return [
+        Candidate(python, f"running Python process PID {pid} ({command})")
+        for pid, python, command in running_pythons(own_pid, uid, pids)
+    ]
 
 
 def typed_interpreter(text: str) -> str:

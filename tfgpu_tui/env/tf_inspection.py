@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfgpu_tui.children import run_child
 from tfgpu_tui.exit_status import describe_exit
-from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.marks import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.spawn import run_child
 from tfgpu_tui.text_clean import clean_text
 
 INSPECT_SCRIPT = Path(__file__).with_name("tf_inspect_script.py")
@@ -24,7 +24,7 @@ STDERR_LIMIT_CHARS = 200_000
 # TF_CPP_MIN_LOG_LEVEL=0 so a user's "3" does not hide the very warnings we diagnose. TF_CPP_VMODULE turns on
 # the loader's VLOG(1) lines (since TF 2.12 the only lines that name a library that failed to load) in the
 # same run, for dso_loader.cc alone, so no second import is needed.
-# TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.own_children).
+# TFGPU_TUI_CHILD marks it as ours: no dashboard alerts on it (tfgpu_tui.proc.marks).
 INSPECT_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "0",
     "TF_CPP_VMODULE": "dso_loader=1",

@@ -78,9 +78,9 @@ class Exporter:
         if sampler is None:
             source, host = None, None
             if not settings.demo:
-                from tfgpu_tui.gpu.host_facts import PsutilFacts
                 from tfgpu_tui.gpu.nvml import NvmlSource
                 from tfgpu_tui.gpu.processes import HostInspector
+                from tfgpu_tui.proc.facts import PsutilFacts
 
                 source = NvmlSource(extended=True)
                 host = None if pids is None else HostInspector(facts=PsutilFacts(pids))

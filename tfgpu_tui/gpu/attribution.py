@@ -23,7 +23,7 @@ from tfgpu_tui.gpu.model import Attribution, ProcessRow
 from tfgpu_tui.gpu.source import GpuProcess
 
 if TYPE_CHECKING:
-    from tfgpu_tui.gpu.device_files import Holding
+    from tfgpu_tui.proc.device_files import Holding
 
 NOT_REPORTED = "not reported by this driver inside a container"
 ESTIMATED = (

@@ -4,7 +4,7 @@ TensorFlow processes running on the CPU, and the host's own CPU and memory.
 Per-PID details are cached by (pid, create time): the static parts (user, command line, Jupyter kernel,
 whether it is one of tfgpu-tui's own children) are read once; each refresh reads only the changing ones (and
 asks the cached Jupyter lookup for a kernel's state). The whole-host scan for TensorFlow on the CPU runs every
-CPU_SCAN_SECONDS, in the background for the app. Every fact comes from a ``ProcessFacts`` (host_facts.py).
+CPU_SCAN_SECONDS, in the background for the app. Every fact comes from a ``ProcessFacts`` (proc/facts.py).
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING
 
 from tfgpu_tui.gpu import kill
 from tfgpu_tui.gpu.attribution import Attributed, attribute
-from tfgpu_tui.gpu.device_files import DeviceFileScanner, in_own_pid_namespace
-from tfgpu_tui.gpu.host_facts import (
+from tfgpu_tui.gpu.kernel_argv import kernel_connection_file
+from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
+from tfgpu_tui.gpu.refresh import Periodic
+from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome
+from tfgpu_tui.proc.device_files import DeviceFileScanner, in_own_pid_namespace
+from tfgpu_tui.proc.facts import (
     CpuBaseline,
     ProcessFacts,
     ProcessStat,
     PsutilFacts,
     cpu_percent_between,
 )
-from tfgpu_tui.gpu.kernel_argv import kernel_connection_file
-from tfgpu_tui.gpu.model import HostState, HostStats, JupyterKernel, ProcessRow
-from tfgpu_tui.gpu.refresh import Periodic
-from tfgpu_tui.gpu.source import GpuProcess, GpuReading, SignalOutcome
-from tfgpu_tui.own_children import argv_is_child, environ_is_child
+from tfgpu_tui.proc.marks import argv_is_child, environ_is_child
 from tfgpu_tui.text_clean import clean_line
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfgpu_tui.notify.training_events import LogReading
+from tfgpu_tui.proc.log_writers import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.follow import FileEvent
-from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight
 from tfgpu_tui.training.watch import LogWatch
 

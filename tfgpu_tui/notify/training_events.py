@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.notify.events import Event, EventKind
+from tfgpu_tui.proc.log_writers import LogWriter
 from tfgpu_tui.training.checkpoints import CHECKPOINT_FIX
 from tfgpu_tui.training.keras_progress import is_bad_number
-from tfgpu_tui.training.log_sources import LogWriter
 from tfgpu_tui.training.problems import STALL_FIX, Problem, ProblemId
 from tfgpu_tui.training.readout import TrainingSnapshot
 from tfgpu_tui.training.records import EpochRecord, format_seconds

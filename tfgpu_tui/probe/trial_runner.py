@@ -15,14 +15,14 @@ from typing import Any
 
 import psutil
 
-from tfgpu_tui.children import child, communicate_bounded, end_child
-from tfgpu_tui.own_children import marked
 from tfgpu_tui.probe import worker
 from tfgpu_tui.probe.outcome import OOM, timeout_trial, trial_from_exit, trial_from_report
 from tfgpu_tui.probe.request import ProbeRequest
 from tfgpu_tui.probe.result import ProbeResult
 from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
 from tfgpu_tui.probe.trial import ERROR, Trial
+from tfgpu_tui.proc.marks import marked
+from tfgpu_tui.proc.spawn import child, communicate_bounded, end_child
 from tfgpu_tui.text_clean import clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)

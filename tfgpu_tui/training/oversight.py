@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.alerts import Severity
+from tfgpu_tui.proc.log_writers import LogWriter, find_log_writer, refresh_writer, writer_for_pid
 from tfgpu_tui.training.checkpoints import (
     CHECKPOINT_FIX,
     Checkpoint,
@@ -21,7 +22,6 @@ from tfgpu_tui.training.checkpoints import (
     checkpoint_status,
     find_checkpoints,
 )
-from tfgpu_tui.training.log_sources import LogWriter, find_log_writer, refresh_writer, writer_for_pid
 from tfgpu_tui.training.problems import Problem, ProblemId
 from tfgpu_tui.training.records import AnnouncedCheckpoint, format_seconds
 from tfgpu_tui.training.watch import LogWatch

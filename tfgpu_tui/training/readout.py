@@ -22,7 +22,7 @@ from tfgpu_tui.training.records import (
 )
 
 if TYPE_CHECKING:
-    from tfgpu_tui.training.log_sources import LogWriter
+    from tfgpu_tui.proc.log_writers import LogWriter
 
 STALL_MIN_SECONDS = 60.0
 STALL_STEP_FACTOR = 50.0

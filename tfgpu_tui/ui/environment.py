@@ -25,13 +25,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from tfgpu_tui.alerts import Alert, Severity
-from tfgpu_tui.children import stop_all
 from tfgpu_tui.env.check_run import fast_report, full_report
 from tfgpu_tui.env.facts import collect_facts
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.report_formats import REPORT_FILE_PREFIX, report_markdown, save_markdown
 from tfgpu_tui.env.targets import Target
 from tfgpu_tui.env.tf_inspection import inspect_tensorflow
+from tfgpu_tui.proc.spawn import stop_all
 from tfgpu_tui.serve.policy import WRITES_REFUSED, policy_from_settings
 from tfgpu_tui.ui import interpreter
 from tfgpu_tui.ui.clipboard import copy_text

@@ -12,14 +12,8 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from tfgpu_tui.env.interpreter_choice import InterpreterChoice
-from tfgpu_tui.env.targets import (
-    Candidate,
-    Target,
-    picker_candidates,
-    resolve_target,
-    tensorflow_processes,
-    with_versions,
-)
+from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
+from tfgpu_tui.proc.python_processes import tensorflow_processes
 from tfgpu_tui.settings import Settings
 
 DEMO_WHY = "the demo's simulated machine"

@@ -488,7 +488,7 @@ class MonitorTab(DashboardTab):
         if self.settings.demo:
             self.notify("The demo's processes are simulated: they have no log.", severity="warning")
             return
-        from tfgpu_tui.training.log_sources import OutputKind, process_output  # only when `l` is pressed
+        from tfgpu_tui.proc.log_writers import OutputKind, process_output  # only when `l` is pressed
 
         output = process_output(selected.process.pid)
         if output.kind is OutputKind.FILE and output.path is not None:

@@ -26,13 +26,13 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.gpu.efficiency import Thresholds
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.report_card import RunWatch
+from tfgpu_tui.proc.log_writers import LogCandidate, tensorflow_logs
 from tfgpu_tui.serve.policy import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
 from tfgpu_tui.training.encoding import binary_refusal
 from tfgpu_tui.training.follow import FileState
-from tfgpu_tui.training.log_sources import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.run import TrainingSnapshot

@@ -1,7 +1,7 @@
 """tfgpu-tui's own child processes (the environment inspection, the batch probe's trials, the first reading of
 the GPUs): how they are started, how much of their output is kept, and how they are ended.
 
-- Started marked as ours (own_children.py: no instance of the dashboard alerts on them), with stdin from
+- Started marked as ours (marks.py: no instance of the dashboard alerts on them), with stdin from
   /dev/null, both outputs piped, each in a session of its own, so that ending one ends whatever it started
   (TensorFlow's helpers) with its process group.
 - Bounded: the last `limit` bytes of each stream (optionally the first bytes of stderr too) and a count of
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Generic, TypeVar
 
-from tfgpu_tui.own_children import marked
+from tfgpu_tui.proc.marks import marked
 
 TAIL_BYTES = 64 * 1024
 READ_CHUNK = 64 * 1024

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.training_children import SLEEPER, started_children
-from tfgpu_tui.training.log_sources import (
+from tfgpu_tui.proc.log_writers import (
     OutputKind,
     find_log_writer,
     process_output,

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 
 from tfgpu_tui.exit_status import describe_exit
-from tfgpu_tui.gpu.host_facts import tensorflow_loaded
+from tfgpu_tui.proc.facts import tensorflow_loaded
 from tfgpu_tui.text_clean import clean_line
 
 _DELETED_SUFFIX = " (deleted)"

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tfgpu_tui.gpu.host_facts import PROC
+from tfgpu_tui.proc.facts import PROC
 
 INIT_PID_NAMESPACE_INODE = 0xEFFFFFFC  # PROC_PID_INIT_INO (include/linux/proc_ns.h), fixed since Linux 3.8
 NVIDIA_MAJOR = 195

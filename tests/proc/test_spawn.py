@@ -1,4 +1,4 @@
-"""Our own children (children.py): started marked in a group of their own, output bounded, ended with the
+"""Our own children (proc/spawn.py): started marked in a group of their own, output bounded, ended with the
 whole group, on real processes."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from tests.helpers.waiting import wait_for
-from tfgpu_tui.children import TAIL_BYTES, child, communicate_bounded, run_child, stop_all
-from tfgpu_tui.own_children import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.marks import CHILD_ENV_VALUE, CHILD_ENV_VAR
+from tfgpu_tui.proc.spawn import TAIL_BYTES, child, communicate_bounded, run_child, stop_all
 
 pytestmark = pytest.mark.e2e  # real child processes
 
@@ -87,7 +87,7 @@ def test_a_child_asked_to_stop_returns_what_it_printed() -> None:
 # interpreter, which prints what the parent got.
 FORKED = """
 import os, sys, time
-from tfgpu_tui.children import fork_call
+from tfgpu_tui.proc.spawn import fork_call
 
 def late():
     time.sleep(60)
