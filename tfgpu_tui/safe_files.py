@@ -1,12 +1,16 @@
-"""Which paths are safe to open as a file to read: never a FIFO (an open would block), a device, a socket, a
-directory or a symlink loop. Used wherever a path from outside is opened (training logs, notify's --to-file,
-the command lines that take a log). No I/O beyond `stat`; imports nothing of the package."""
+"""Files opened safely. To read: which paths are safe to open as a file, never a FIFO (an open would block),
+a device, a socket, a directory or a symlink loop; used wherever a path from outside is opened (training
+logs, notify's --to-file, the command lines that take a log). To write: `write_atomically`, so that a
+reader never sees half a file (notify's state and status, the probe's record). Imports nothing of the
+package."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 KINDS = (
@@ -31,3 +35,19 @@ def special_file_refusal(path: Path | str) -> str | None:
         if test(mode):
             return f"{path} is {what}"
     return None
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `text` to `path` through a temporary file in its directory renamed over it; raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fchmod(file.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

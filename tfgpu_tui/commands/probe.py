@@ -20,6 +20,7 @@ from tfgpu_tui.probe.budget import default_budget, device_problem, gpu_devices
 from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.pipeline_request import check_pipeline_spec
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
+from tfgpu_tui.probe.record import record_of, save_record
 from tfgpu_tui.probe.request import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MODEL,
@@ -178,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         result = comparison.float32
     else:
         result = run_probe(request, on_trial_done=report)
+    keep_for_diagnoses(result, comparison)
     if args.json:
         data = result.as_dict() | {"comparison": None if comparison is None else comparison.as_dict()}
         json.dump(data, sys.stdout, indent=2)
@@ -187,6 +189,18 @@ def run(args: argparse.Namespace) -> int:
         if comparison is not None:
             print("\n".join(["", *comparison.lines()]))
     return exit_code(result, comparison)
+
+
+def keep_for_diagnoses(result: ProbeResult, comparison: PrecisionComparison | None) -> None:
+    """Keep a GPU probe's answer where the efficiency diagnoses quote it (probe/record.py); a file that
+    cannot be written is said in one line, and the probe's answer stands."""
+    record = record_of(result, comparison)
+    if record is None:
+        return
+    try:
+        save_record(record)
+    except OSError as error:
+        print(f"tfgpu-tui probe: the answer was not kept for the GPU diagnoses: {error}", file=sys.stderr)
 
 
 def exit_code(result: ProbeResult, comparison: PrecisionComparison | None = None) -> int:

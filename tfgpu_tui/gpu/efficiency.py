@@ -8,7 +8,7 @@ rules' input-starvation signal (gpu/alert_rules.py) and is not made here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tfgpu_tui.alerts import Alert, AlertKind, Severity
@@ -16,6 +16,7 @@ from tfgpu_tui.durations import minutes_text
 from tfgpu_tui.gpu import clock_events
 from tfgpu_tui.gpu.history import RollingMeans
 from tfgpu_tui.gpu.model import Activity, DeviceSample, Diagnosis, ProcessRow
+from tfgpu_tui.probe.record import ProbeRecord
 from tfgpu_tui.settings import Settings
 
 KINDS = (
@@ -129,14 +130,25 @@ class _Life:
 class Efficiency:
     """Evaluates the diagnoses one reading at a time, remembering each one's window."""
 
-    def __init__(self, thresholds: Thresholds) -> None:
+    def __init__(
+        self, thresholds: Thresholds, probe_records: Callable[[], dict[int, ProbeRecord]] | None = None
+    ) -> None:
+        """`probe_records`: the probe's answers by GPU index (probe/record.py), asked only when a diagnosis
+        whose fix can quote them holds."""
         self.thresholds = thresholds
+        self._probe_records = probe_records or dict
         self._means: dict[tuple[str, int, int | None], RollingMeans] = {}
         self._lives: dict[tuple[int, float | None, int, int | None], _Life] = {}
         self._throttle_bits: dict[int, int] = {}
         self.pending: set[str] = set()  # diagnoses whose condition holds but whose window is not yet full
         # GPU -> share of its busy readings throttled over the window so far (the last evaluation's)
         self.throttled_percent: dict[int, float] = {}
+
+    def _with_probe(self, fix: str, gpu_index: int, quote: Callable[[ProbeRecord], str | None]) -> str:
+        """`fix`, with what the probe measured on this GPU where it has been run there."""
+        record = self._probe_records().get(gpu_index)
+        measured = quote(record) if record is not None else None
+        return f"{fix} ({measured})" if measured else fix
 
     def evaluate(
         self, now: float, devices: list[DeviceSample], processes: list[ProcessRow]
@@ -215,7 +227,7 @@ class Efficiency:
                 f"means over {span} of NVML's utilization.gpu (the share of time any "
                 "kernel ran) and GPM SM activity (the share of SMs busy); under "
                 f"{t.sm_active_low_percent:.0f} % SM activity is ineffective use (DCGM's guidance)",
-                BUSY_NOT_WORKING_FIX,
+                self._with_probe(BUSY_NOT_WORKING_FIX, device.index, ProbeRecord.batch_text),
                 value=round(mean_sm, 1),
             )
         ]
@@ -257,7 +269,9 @@ class Efficiency:
                 f"means over {span} of GPM SM activity and tensor activity (any tensor "
                 f"op) on a GPU with tensor cores (compute capability {cc[0]}.{cc[1]}); near 0 means under "
                 f"{t.tensor_idle_percent:g} %",
-                MIXED_PRECISION_FIX.format(bf16=bf16),
+                self._with_probe(
+                    MIXED_PRECISION_FIX.format(bf16=bf16), target.gpu_index, ProbeRecord.speedup_text
+                ),
                 target.mig_index,
                 round(mean_tensor, 1),
             )

@@ -18,6 +18,7 @@ from tfgpu_tui.gpu.history import History
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import Attribution, Diagnosis, HostState, NvmlUnavailable, ProcessRow, Snapshot
 from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost, SignalResult
+from tfgpu_tui.probe.record import RecordReader
 from tfgpu_tui.settings import Settings
 
 CONFIRM_SAMPLES = 3
@@ -68,7 +69,7 @@ class Sampler:
         self.simulated: bool = source.simulated
         self.history = History()
         self.rules = AlertRules(settings)
-        self.efficiency = Efficiency(Thresholds.from_settings(settings))
+        self.efficiency = Efficiency(Thresholds.from_settings(settings), RecordReader())
         if self._host is not None:
             self.rules.own_pid_namespace = self._host.own_pid_namespace
         self.last: Snapshot | None = None

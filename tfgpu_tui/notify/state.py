@@ -7,16 +7,14 @@ for 30 minutes) are not taken as cleared until notify has watched for `settle_se
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tfgpu_tui.notify.events import Event
 from tfgpu_tui.paths import state_dir
+from tfgpu_tui.safe_files import write_atomically
 
 MAX_KEYS = 1000  # events remembered; the oldest are forgotten beyond that
 MAX_STATE_BYTES = 1024 * 1024
@@ -27,22 +25,6 @@ def default_state_path() -> Path:
     """`notify-state.json` in the user's state directory (paths.py: `$XDG_STATE_HOME/tfgpu-tui`, else
     `~/.local/state/tfgpu-tui`)."""
     return state_dir() / "notify-state.json"
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
-    """Write `text` to `path` through a temporary file in its directory renamed over it; raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fchmod(file.fileno(), mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 class Ledger:

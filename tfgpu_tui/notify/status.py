@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfgpu_tui.notify.state import write_atomically
 from tfgpu_tui.paths import runtime_dir
+from tfgpu_tui.safe_files import write_atomically
 
 MAX_STATUS_BYTES = 64 * 1024
 MAX_SCHEMES = 8

@@ -4,6 +4,7 @@ picks another for both tabs."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 
 from textual import on, work
@@ -20,6 +21,7 @@ from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_result import PipelineResult
 from tfgpu_tui.probe.pipeline_runner import PipelineRunner
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
+from tfgpu_tui.probe.record import record_of, save_record
 from tfgpu_tui.probe.request import (
     ProbeRequest,
     ProbeRequestError,
@@ -356,11 +358,22 @@ class BatchProbeTab(DashboardTab):
             )
             if self.simulated:
                 comparison = simulated_comparison(comparison, self.simulated)
+            self._keep_for_diagnoses(comparison.float32, comparison)
             self.post_message(ProbeFinished(comparison.float32, comparison=comparison))
             return
         self.post_message(ProbeStarted(request))
         result = run_probe(request, runner, on_trial_start=on_trial_start, on_trial_done=on_trial_done)
+        self._keep_for_diagnoses(result, None)
         self.post_message(ProbeFinished(result))
+
+    def _keep_for_diagnoses(self, result: ProbeResult, comparison: PrecisionComparison | None) -> None:
+        """A real GPU probe's answer, kept where the efficiency diagnoses quote it (probe/record.py); not the
+        demo's, and nothing where this session writes nothing. Not kept is no failure of the probe."""
+        record = record_of(result, comparison)
+        if record is None or self.simulated or not policy_from_settings(self.settings).allow_writes:
+            return
+        with contextlib.suppress(OSError):
+            save_record(record)
 
     def action_cancel(self) -> None:
         """Stop the probe now; the running trial's (or the pipeline probe's) process is ended."""
