@@ -43,6 +43,7 @@ READ_SCREEN_JS = """function () {
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.serial,  # headless Chromium: never two browsers at once on 2 cores
     pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing())),
 ]
 

@@ -16,6 +16,7 @@ from tests.helpers.jupyterlab_terminal import LabTerminal, jupyterlab_missing, l
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.serial,  # headless Chromium: never two browsers at once on 2 cores
     pytest.mark.skipif(bool(jupyterlab_missing()), reason=jupyterlab_missing() or ""),
 ]
 
