@@ -4,7 +4,6 @@ output, ended at the timeout or on cancellation) that times the user's pipeline 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tfgpu_tui.probe.trial_runner import (
     CANCELLED,
     HOST_MEMORY,
     TIMED_OUT,
+    Cancellable,
     WorkerRun,
     child_environment,
     run_worker,
@@ -38,22 +38,13 @@ def pipeline_environment(device: str) -> dict[str, str]:
     return env
 
 
-class PipelineRunner:
+class PipelineRunner(Cancellable):
     """Runs one pipeline probe in a child; `cancel()` (from any thread) ends it."""
 
     def __init__(self, request: PipelineRequest, script: Path | None = None) -> None:
+        super().__init__()
         self.request = request
         self.script = script or PIPELINE_SCRIPT
-        self._cancelled = threading.Event()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether `cancel()` was called."""
-        return self._cancelled.is_set()
-
-    def cancel(self) -> None:
-        """End the running child."""
-        self._cancelled.set()
 
     def command(self) -> list[str]:
         """The child's command line."""

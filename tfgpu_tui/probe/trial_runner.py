@@ -47,12 +47,10 @@ def child_environment(device: str) -> dict[str, str]:
     return env
 
 
-class TrialRunner:
-    """Runs trials of one request, each in a new child; `cancel()` (from any thread) kills the running one."""
+class Cancellable:
+    """A runner of children that `cancel()`, from any thread, stops: the running child is ended."""
 
-    def __init__(self, request: ProbeRequest, worker_script: Path | None = None) -> None:
-        self.request = request
-        self.worker_script = worker_script or WORKER_SCRIPT
+    def __init__(self) -> None:
         self._cancelled = threading.Event()
 
     @property
@@ -61,8 +59,17 @@ class TrialRunner:
         return self._cancelled.is_set()
 
     def cancel(self) -> None:
-        """Stop the running child (if any) and run no more trials."""
+        """Stop the running child (if any) and start no more."""
         self._cancelled.set()
+
+
+class TrialRunner(Cancellable):
+    """Runs trials of one request, each in a new child; `cancel()` (from any thread) kills the running one."""
+
+    def __init__(self, request: ProbeRequest, worker_script: Path | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.worker_script = worker_script or WORKER_SCRIPT
 
     def command(self, batch_size: int) -> list[str]:
         """The child's command line for one batch size."""
