@@ -230,8 +230,9 @@ async def test_p_in_the_batch_probe_switches_both_tabs_and_the_header(
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=30)
         options = app.screen.query_one(OptionList)
-        await wait_until(pilot, lambda: options.has_focus and options.highlighted == 0)
-        await pilot.press("down", "enter")  # tfgpu-tui's own
+        assert app.screen.candidates[0].python == sys.executable  # the one with TensorFlow first
+        await wait_until(pilot, lambda: options.has_focus and options.highlighted == 1)  # the current one
+        await pilot.press("up", "enter")  # tfgpu-tui's own
         await wait_until(pilot, lambda: recorded_checks[-1] == sys.executable, timeout=30)  # the hidden tab
         await wait_until(pilot, lambda: "(chosen with p)" in header_text(app), timeout=10)
         await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=30)

@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Static
 from tfgpu_tui.access import model_refusal, policy_from_settings
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
+from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.precision import PrecisionComparison, precision_name, run_comparison
 from tfgpu_tui.probe.request import (
     ProbeRequest,
@@ -245,6 +246,10 @@ class BatchProbeTab(DashboardTab):
         process) and report back."""
         if not request.python:
             request = runner.request = replace(request, python=self.shared.current().python)
+        problem = None if self.simulated else interpreter_problem(request.python, self._python_why(request))
+        if problem is not None:  # as `probe` refuses: before the first trial, with the way out
+            self.post_message(ProbeFinished(None, problem))
+            return
         if not request.budget_mb:
             budget = self.default_budget(request.device)
             if budget.mb is None:
@@ -277,6 +282,11 @@ class BatchProbeTab(DashboardTab):
         self.post_message(ProbeStarted(request))
         result = run_probe(request, runner, on_trial_start=on_trial_start, on_trial_done=on_trial_done)
         self.post_message(ProbeFinished(result))
+
+    def _python_why(self, request: ProbeRequest) -> str:
+        """Why the trials use `request.python`, in a few words (as `probe` says it)."""
+        target = self.shared.target
+        return target.why if target is not None and target.python == request.python else "picked"
 
     def action_cancel(self) -> None:
         """Stop the probe now; the running trial's process is ended."""
