@@ -156,16 +156,19 @@ def run(args: argparse.Namespace) -> int:
 def send_test(destinations: list, host: str) -> int:  # type: ignore[type-arg]
     """One test message to each destination; 0 when every one was delivered, else 1."""
     from tfgpu_tui.notify.delivery import apprise_sender
+    from tfgpu_tui.notify.failure import apprise_messages
 
     if not destinations:
         say("no URL to test")
         return EXIT_USAGE
     failed = 0
-    for destination in destinations:
-        ok = apprise_sender(destination)(TEST_TITLE.format(host=host), TEST_BODY)
+    for number, destination in enumerate(destinations, start=1):
+        with apprise_messages() as why:
+            ok = apprise_sender(destination)(TEST_TITLE.format(host=host), TEST_BODY)
+            outcome = "delivered" if ok else f"NOT delivered: {why()}"
         failed += not ok
-        outcome = "delivered" if ok else "NOT delivered (the service refused it or could not be reached)"
-        print(f"{destination.shown}: {outcome}", flush=True)
+        name = f"URL {number} of {len(destinations)}, " if len(destinations) > 1 else ""
+        print(f"{name}{destination.shown}: {outcome}", flush=True)
     return 1 if failed else 0
 
 
