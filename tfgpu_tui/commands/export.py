@@ -9,9 +9,13 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands import COMMAND_SUMMARIES, SIMULATED_NOTE
 from tfgpu_tui.exit_status import EXIT_USAGE
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.model import Snapshot
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged
@@ -135,14 +139,31 @@ def run(args: argparse.Namespace) -> int:
         reason = getattr(error, "strerror", None) or error
         print(f"tfgpu-tui export: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
+    note = SIMULATED_NOTE if settings.demo else ""
     if args.public and not is_private(web):
         auth = "" if web.users else " No basic auth is configured: anyone who can connect reads them."
-        print(
-            PUBLIC_WARNING.format(host=args.host, port=server.server_address[1], auth=auth), file=sys.stderr
-        )
+        warning = PUBLIC_WARNING.format(host=args.host, port=server.server_address[1], auth=auth)
+        print(warning + note, file=sys.stderr)
     exporter.start()
-    print(f"tfgpu-tui export: serving {server.url}", flush=True)
+    print(f"tfgpu-tui export: serving {server.url}{note}", flush=True)
+    nothing = nothing_to_export(exporter.state.snapshot, bool(args.logs))
+    if nothing:
+        print(f"tfgpu-tui export: {nothing}", flush=True)
     return serve(server, exporter)
+
+
+def nothing_to_export(snapshot: Snapshot | None, following_logs: bool) -> str:
+    """What the first sample says when there is no GPU to export (NVML missing, or no GPU listed), else ""."""
+    from tfgpu_tui.export.names import NVML_UNAVAILABLE, UP
+
+    if snapshot is None or (snapshot.error is None and snapshot.devices):
+        return ""
+    why = snapshot.error.message if snapshot.error is not None else "NVML lists no GPU"
+    logs = " and the training series of each --log" if following_logs else " only (no --log given)"
+    return (
+        f"nothing to export from the GPUs: {why.rstrip('.')}. /metrics carries the exporter's health "
+        f"({UP} 0, {NVML_UNAVAILABLE}){logs}; GPU series appear once NVML lists GPUs."
+    )
 
 
 def is_private(web: object) -> bool:

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     """Watch until SIGTERM, SIGHUP or SIGINT; --test sends one message per URL and exits."""
     try:
         settings, destinations, kinds = configure(args)
-    except ValueError as error:  # DestinationError included: it names URLs by scheme and host only
+    except ValueError as error:  # DestinationError included: it names URLs without their secrets
         say(str(error))
         return EXIT_USAGE
     host = args.hostname or socket.gethostname()
