@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from tfgpu_tui.access import signal_refusal
 from tfgpu_tui.alerts import Alert, Severity
 from tfgpu_tui.gpu.alert_rules import AlertRules
 from tfgpu_tui.gpu.history import History
@@ -219,8 +220,9 @@ class Sampler:
     # -- kill -----------------------------------------------------------------------------------------------
     def kill_refusal(self, row: ProcessRow) -> str | None:
         """Why this process may not be signalled, or None when it may."""
-        if self.settings.readonly:
-            return "Read-only mode (--readonly): no signals are sent"
+        refusal = signal_refusal(self.settings)  # --readonly, or least privilege without --allow-kill
+        if refusal is not None:
+            return refusal
         if not row.local:
             return UNRESOLVED_REFUSALS[HostState.OTHER_NAMESPACE].format(pid=row.nvml_pid) + (
                 " (which of this GPU's entries are this container's is not known)"

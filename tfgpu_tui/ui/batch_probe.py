@@ -150,6 +150,10 @@ class BatchProbeTab(DashboardTab):
         if self.runner is not None:
             self.runner.cancel()
 
+    def offers(self, action: str) -> bool:
+        """`esc` cancels a probe: offered while one runs."""
+        return action != "cancel" or self.running
+
     def focus_default(self) -> None:
         """Focus the Start button: Enter starts, and the number keys still switch tabs (a text field would
         swallow them); shift+tab reaches the form."""
@@ -314,6 +318,7 @@ class BatchProbeTab(DashboardTab):
 
     def _set_running(self, running: bool) -> None:
         self.query_one(ProbeForm).running = running
+        self.refresh_bindings()  # `esc` cancels only while a probe runs
 
     def on_probe_started(self, message: ProbeStarted) -> None:
         self.request = message.request
