@@ -223,7 +223,7 @@ class BatchProbeTab(DashboardTab):
         self.trials = []
         self.result = None
         self.comparison = None
-        self.query_one(TrialsTable).reset()
+        self.query_one(TrialsTable).reset(with_rule=self.simulated is None)  # simulated: no model facts
         self.query_one("#probe-summary", Static).update("Running...")
         self.query_one("#probe-comparison", Static).display = False
         self.post_message(AlertsChanged(self.TAB_ID, []))

@@ -23,6 +23,7 @@ from tfgpu_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 from tfgpu_tui.ui.widgets.number_input import NumberInput
 
 MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
+BUDGET_HINT = "MB the batch may use; empty: all the device's free memory (measured when the probe starts)"
 COMPARE_HINT = "probe in float32, then in mixed precision, and compare"
 GUTTER = 2  # columns between two groups on one row
 NUMBER_WORDS = {int: "a whole number", float: "a number"}
@@ -53,7 +54,7 @@ class ProbeForm(Container):
     ProbeForm Input, ProbeForm Select { margin-right: 2; }
     ProbeForm #probe-model { width: 30; }
     ProbeForm #probe-device { width: 16; margin-right: 0; }
-    ProbeForm #probe-budget { width: 10; }
+    ProbeForm #probe-budget { width: 12; }
     ProbeForm #probe-steps { width: 6; }
     ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
     ProbeForm Checkbox { margin-right: 2; }
@@ -76,7 +77,14 @@ class ProbeForm(Container):
             yield Select([("CPU", "CPU")], value="CPU", allow_blank=False, id="probe-device", compact=True)
         with Horizontal(classes="form-group", id="probe-group-numbers"):
             yield Label("Budget MB")
-            yield NumberInput(self.budget, placeholder="free", type="number", id="probe-budget", compact=True)
+            yield NumberInput(
+                self.budget,
+                placeholder="(all free)",
+                type="number",
+                id="probe-budget",
+                tooltip=BUDGET_HINT,
+                compact=True,
+            )
             yield Label("Steps")
             yield NumberInput(str(DEFAULT_STEPS), type="integer", id="probe-steps", compact=True)
             yield Label("Max batch")
