@@ -130,7 +130,7 @@ class BatchProbeTab(DashboardTab):
         yield ProbeForm(budget, id="probe-form")
         yield Static(id="probe-status")
         with Horizontal(id="probe-body"):
-            yield TrialsTable(id="probe-trials")
+            yield TrialsTable(id="probe-trials", with_rule=not self.settings.demo)  # demo: no model facts
             yield ProbePlot(id="probe-plot")
             yield Static(PLOT_NOTE, id="probe-plot-note")
         with Horizontal(id="probe-results"):

@@ -53,11 +53,13 @@ def trial_note(trial: Trial) -> str:
 class TrialsTable(DataTable):
     """Rows keyed by the caller (``precision:batch``); rows still running when the probe ends are dropped."""
 
-    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, id: str | None = None, with_rule: bool = True) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.done: set[str] = set()
         self.notes: dict[str, str] = {}  # each finished trial's whole note, by row key
-        self.with_rule = True  # whether the "rule MB" column is shown (not where no trial has model facts)
+        self.with_rule = (
+            with_rule  # whether the "rule MB" column is shown (not where no trial has model facts)
+        )
 
     def on_mount(self) -> None:
         self._add_columns()
