@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.served import free_loopback_port
-from tests.waiting import wait_for
+from served import free_loopback_port
+from waiting import wait_for
 
 
 @contextmanager
