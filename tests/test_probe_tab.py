@@ -17,6 +17,7 @@ from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 PASCAL_GPU = DeviceInfo(0, "Tesla P100", None, 16_280.0, 250.0, (6, 1), True)
 FAKE_WORKER = Path(__file__).parent / "fixtures" / "probe" / "fake_worker.py"
@@ -108,6 +109,8 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
         tab = await start_with_budget(app, pilot, "100")
         await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1, timeout=10)
         assert app.query_one("#probe-cancel", Button).disabled is False
+        footer = app.query_one(KeyFooter)
+        await wait_until(pilot, lambda: "esc Cancel" in str(footer.render()), timeout=30)  # while it runs
         assert app.query_one("#probe-start", Button).disabled is True
         app.query_one("#probe-trials", DataTable).focus()
         await pilot.press("1")  # the app still answers keys while a trial runs
@@ -115,6 +118,7 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
         tab.action_cancel()
         await wait_until(pilot, lambda: not tab.running, timeout=5)
         assert "Cancelled" in text_of(app, "#probe-status")
+        await wait_until(pilot, lambda: "esc Cancel" not in str(footer.render()), timeout=30)
         assert app.query_one("#probe-trials", DataTable).row_count == 0
         assert app.query_one("#probe-start", Button).disabled is False
 

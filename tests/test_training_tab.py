@@ -11,6 +11,7 @@ from waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.synthetic import keras3_log
 from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 
 def settle(pilot, condition, timeout: float = 5.0):
@@ -72,8 +73,11 @@ async def test_o_opens_another_file_and_escape_cancels(tmp_path):
         field = app.query_one("#training-path", Input)
         await settle(pilot, lambda: field.has_focus)
         assert field.value == str(first)
+        footer = app.query_one(KeyFooter)
+        await settle(pilot, lambda: "esc Close" in str(footer.render()))  # where esc works, it shows
         await pilot.press("escape")
         await settle(pilot, lambda: not field.has_class("-open"))
+        await settle(pilot, lambda: "esc" not in str(footer.render()))
         await pilot.press("o")
         await settle(pilot, lambda: field.has_focus)
         field.value = str(FIXTURES / "keras2_verbose2.log")
