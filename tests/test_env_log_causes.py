@@ -231,3 +231,13 @@ def test_a_cudnn_mismatch_in_the_log_is_folded_into_the_library_check() -> None:
     libraries = found["cuda_libraries"]
     assert libraries.status is Status.FAILURE and "Loaded runtime CuDNN library: 9.1.0" in libraries.detail
     assert libraries.fix == "unset LD_LIBRARY_PATH"
+
+
+def test_a_log_line_about_another_library_than_the_checks_is_not_folded() -> None:
+    """The library check names a stale cuDNN; a line about libcufft is news, not "the same": it stays."""
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    stale = LibraryFile("libcudnn", (9, 1, 0), "/opt/cudnn-9.1/lib/libcudnn.so.9", "LD_LIBRARY_PATH")
+    facts = dataclasses.replace(facts, ld_library_path=[stale], ld_library_dirs=["/opt/cudnn-9.1/lib"])
+    cufft = CUDNN.replace("libcudnn.so.9", "libcufft.so.11")
+    found = {finding.id: finding for finding in evaluate(facts, _with_log("all_good.json", cufft))}
+    assert "log:DSO_LOAD_FAIL" in found and "TensorFlow's log says" not in found["cuda_libraries"].detail

@@ -38,6 +38,33 @@ SAYS_THE_SAME = "TensorFlow's log says the same:"
 CHECK_TITLES = {"libcuda": "Driver's CUDA library", "cuda_libraries": "CUDA libraries TensorFlow loads"}
 
 
+# The library a signature without a `lib` detail is about.
+SIGNATURE_LIBRARIES = {
+    "CUDART_STUB_NO_DRIVER": "libcudart",
+    "CUDART_STUB_IGNORE": "libcudart",
+    "CUDA_RUNTIME_LOAD_ERR": "libcudart",
+    "CUDNN_VERSION_UNKNOWN": "libcudnn",
+    "CUDNN_VERSION_MISMATCH": "libcudnn",
+    "DNN_NOT_FOUND": "libcudnn",
+    "DNN_IMPL_NOT_FOUND": "libcudnn",
+}
+
+
+def library_of(diagnosis: Diagnosis) -> str:
+    """The library a log line is about, by its stem (``libcudnn``), "" where it names none."""
+    lib = diagnosis.details.get("lib", "")
+    return lib.split(".so")[0].split(".dll")[0] if lib else SIGNATURE_LIBRARIES.get(diagnosis.id, "")
+
+
+def names_the_same(finding: Finding, diagnosis: Diagnosis) -> bool:
+    """Whether the check's finding already names the line's library as a problem (its problem sentences
+    come before the list of what is needed)."""
+    if owner(diagnosis) == "libcuda":
+        return True
+    stem = library_of(diagnosis)
+    return bool(stem) and f"{stem} " in finding.detail.split(" Needed (")[0] + " "
+
+
 def owner(diagnosis: Diagnosis) -> str | None:
     """The id of the check that judges this line's cause, or None where no check does."""
     if diagnosis.details.get("lib", "").startswith(DRIVER_LIBRARIES):
@@ -63,10 +90,10 @@ def owned_fix(diagnosis: Diagnosis, facts: EnvFacts, inspection: InspectionResul
 
 def fold(findings: list[Finding], diagnosis: Diagnosis, status: Status) -> bool:
     """Fold a log line into the finding of the check that already named its cause; False where that check
-    found no problem (the line then stays a finding of its own)."""
+    found no problem, or another one (the line then stays a finding of its own)."""
     check_id = owner(diagnosis)
     for position, finding in enumerate(findings):
-        if finding.id == check_id and finding.status in PROBLEMS:
+        if finding.id == check_id and finding.status in PROBLEMS and names_the_same(finding, diagnosis):
             worse = max(finding.status, status, key=SEVERITY_ORDER.index)
             line = diagnosis.line.strip()[:300]
             joiner = "; " if SAYS_THE_SAME in finding.detail else f" {SAYS_THE_SAME} "
