@@ -101,7 +101,7 @@ def scrape_benchmark(tmp: Path, scrapes: int) -> dict:
         stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
-        url = child.stdout.readline().split("serving ", 1)[1].strip() if child.stdout else ""
+        url = child.stdout.readline().split("serving ", 1)[1].split()[0] if child.stdout else ""
         time.sleep(WARM_SECONDS)  # past the first samples, which look every process up
         server, client, sample = [], [], []
         lines = 0

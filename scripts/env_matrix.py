@@ -74,6 +74,8 @@ class Case:
     program: str = ""  # a user's program run in the venv before and after the fix; its output read by `log`
     program_signature: str = ""  # the problem `tfgpu-tui log` must name in the program's failing output
     pip_libraries_on_path: bool = False  # the venv's nvidia/*/lib on LD_LIBRARY_PATH (the CUDA 11 recipe)
+    ld_first: tuple[str, ...] = ()  # folders under the work directory put first on LD_LIBRARY_PATH
+    no_fix_contains: str = ""  # text no printed fix may hold (one that installs what is installed)
     note: str = ""
 
 
@@ -244,7 +246,34 @@ def special_cases() -> list[Case]:
             then=(
                 '"$PY" -m pip install -q --no-deps --target "$WORK/old-cudnn" "nvidia-cudnn-cu11==8.6.0.163"',
             ),
+            ld_first=("old-cudnn/nvidia/cudnn/lib",),
             note="LD_LIBRARY_PATH=$WORK/old-cudnn/nvidia/cudnn/lib",
+        ),
+        Case(
+            "stale-cublas-on-ld-path-2.15-py3.11",
+            "3.11",
+            ("tensorflow[and-cuda]==2.15.1",),
+            {"cuda_libraries": "failure"},
+            "580",
+            then=(
+                '"$PY" -m pip install -q --no-deps --target "$WORK/old-cublas" '
+                '"nvidia-cublas-cu12==12.1.3.1"',
+            ),
+            ld_first=("old-cublas/nvidia/cublas/lib",),
+            note="LD_LIBRARY_PATH=$WORK/old-cublas/nvidia/cublas/lib: cuBLAS 12.1 first; 2.15.1 pins "
+            "12.2.5.6",
+        ),
+        Case(
+            "libcuda-missing-with-and-cuda-2.15-py3.11",
+            "3.11",
+            ("tensorflow[and-cuda]==2.15.1",),
+            {"libcuda": "failure", "log:DSO_LOAD_FAIL": "absent"},
+            "580",
+            no_fix_contains="tensorflow[and-cuda]",
+            fix_is_remedy=False,
+            note="NVML lists a GPU, libcuda.so.1 is nowhere: TensorFlow's log line about it is folded into "
+            "the libcuda check, and no fix installs tensorflow[and-cuda] (installed); the fix (the driver's "
+            "library) is not run here",
         ),
         Case(
             "cu11-pip-2.13-py3.11",
@@ -307,7 +336,7 @@ def fakenvml_dir(work: Path) -> Path | None:
 
 
 def case_environment(case: Case, work: Path) -> dict[str, str]:
-    """The environment the check (and the fix) run in: the scripted driver, a stale cuDNN directory."""
+    """The environment the check (and the fix) run in: the scripted driver, stale library folders first."""
     env = {key: value for key, value in os.environ.items() if key not in ("LD_LIBRARY_PATH", "VIRTUAL_ENV")}
     directories = []
     scenario = DRIVERS[case.driver]
@@ -321,8 +350,7 @@ def case_environment(case: Case, work: Path) -> dict[str, str]:
     if case.pip_libraries_on_path:  # the recipe's export line, as the user runs it
         venv = work / case.name
         directories += sorted(str(lib) for lib in venv.glob("lib/python3*/site-packages/nvidia/*/lib"))
-    if "old-cudnn" in " ".join(case.then):
-        directories.insert(0, str(work / "old-cudnn" / "nvidia" / "cudnn" / "lib"))
+    directories[:0] = [str(work / folder) for folder in case.ld_first]
     if directories:
         env["LD_LIBRARY_PATH"] = ":".join(directories)
     return env
@@ -437,6 +465,10 @@ def run_case(case: Case, work: Path, mode: str) -> Result:
         wanted_text = case.fix_contains.get(check_id)
         if wanted_text and wanted_text not in findings.get(check_id, {}).get("fix", ""):
             result.problems.append(f"{check_id}'s fix lacks {wanted_text!r}")
+    if case.no_fix_contains:
+        wrong = [key for key, item in findings.items() if case.no_fix_contains in item.get("fix", "")]
+        if wrong:
+            result.problems.append(f"fixes of {', '.join(wrong)} hold {case.no_fix_contains!r}")
     if case.exit_code is not None and result.exit_code != case.exit_code:
         result.problems.append(f"exit {result.exit_code}, expected {case.exit_code}")
     if case.program:

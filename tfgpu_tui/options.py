@@ -230,8 +230,6 @@ def settings_from_args(args: argparse.Namespace, required: Collection[str] = ())
             setattr(settings, switch, True)
     if getattr(args, "log_root", None) is not None:
         settings.log_root = args.log_root
-    if settings.least_privilege and not settings.allow_kill:
-        settings.readonly = True  # the Monitor's kill path refuses on `readonly`
     return settings
 
 

@@ -117,3 +117,12 @@ def test_log_follow_waits_for_a_missing_file_and_summarises_only_the_file_that_a
     finally:
         process.kill()
         process.wait()
+
+
+def test_check_help_reads_right() -> None:
+    """It said "inspected by a inspection run"."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tfgpu_tui", "check", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "a inspection" not in done.stdout
+    assert "inspected in a child process of the target interpreter" in " ".join(done.stdout.split())

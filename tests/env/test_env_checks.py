@@ -10,10 +10,11 @@ import pytest
 from tests.helpers.paths import FIXTURES
 from tfgpu_tui.env.check_run import full_report
 from tfgpu_tui.env.checks import CHECKS, evaluate
-from tfgpu_tui.env.facts import EnvFacts, LibraryFile
+from tfgpu_tui.env.facts import EnvFacts, LibraryFile, interpreter_kind
 from tfgpu_tui.env.findings import EnvReport, Finding, Status
 from tfgpu_tui.env.recorded import demo_recording, facts_from_dict, load_recording, recording_dict
 from tfgpu_tui.env.report_formats import report_markdown, report_text
+from tfgpu_tui.env.targets import too_old_text
 from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
 from tfgpu_tui.gpu.model import NvmlUnavailable
 
@@ -266,3 +267,36 @@ def test_recording_round_trip() -> None:
     facts2 = facts_from_dict(again)
     assert facts2 == dataclasses.replace(facts, collect_seconds=0.0)
     assert again["retry_stderr"] == inspection.retry.stderr
+
+
+def test_a_python_older_than_the_minimum_is_too_old_and_nothing_is_installed_in_it() -> None:
+    """`check --python` on a 3.6: too old (the one minimum); no TF 2.6 with CUDA 11 wheels is offered."""
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
+    python = "/home/ana/.pyenv/versions/3.6.15/bin/python"
+    interpreter = dataclasses.replace(
+        facts.interpreter, python=python, version="3.6.15", error=f"{python} {too_old_text('3.6.15')}."
+    )
+    found = {f.id: f for f in evaluate(_with(facts, interpreter=interpreter), inspection)}
+    assert found["python_env"].status is Status.FAILURE
+    assert "too old" in found["python_env"].detail and "Python 3.9 or newer" in found["python_env"].detail
+    assert "venv from a Python 3.9 or newer" in found["python_env"].fix
+    assert found["tensorflow"].status is Status.SKIPPED
+    assert not any("tensorflow==2.6" in f.fix or "cu11" in f.fix for f in found.values())
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kind", "words"),
+    [
+        ("/home/ana/.pyenv/versions/3.12.1", "pyenv", "a pyenv-built Python's own interpreter"),
+        ("/usr", "system", "the system Python"),
+        ("/opt/python/3.12", "installation", "a Python installation's own interpreter"),
+    ],
+)
+def test_an_interpreter_that_is_no_environment_is_named_for_what_it_is(
+    prefix: str, kind: str, words: str
+) -> None:
+    assert interpreter_kind({"prefix": prefix, "base_prefix": prefix}) == kind
+    facts, inspection = load_recording(FIXTURES / "all_good.json")
+    interpreter = dataclasses.replace(facts.interpreter, kind=kind, prefix=prefix)
+    python_env = {f.id: f for f in evaluate(_with(facts, interpreter=interpreter), inspection)}["python_env"]
+    assert python_env.status is Status.WARNING and f" is {words} (no venv or conda env)" in python_env.detail

@@ -20,6 +20,7 @@ from tfgpu_tui.env.facts import (
     parse_ldconfig,
 )
 from tfgpu_tui.env.nvml_facts import read_nvml_facts
+from tfgpu_tui.env.targets import too_old_text
 from tfgpu_tui.gpu.nvml import NvmlSource
 
 LDCONFIG = """\
@@ -125,5 +126,6 @@ def test_an_old_python_target_is_too_old_not_broken(tmp_path: Path) -> None:
     )
     old.chmod(0o755)
     facts = interpreter_facts(str(old))
-    assert facts.error == f"{old} is Python 2.7.18, too old to be supported (3.8 or newer)."
+    assert facts.error == f"{old} {too_old_text('2.7.18')}."
+    assert "3.9 or newer" in facts.error
     assert facts.version == "2.7.18"

@@ -206,3 +206,31 @@ def test_before_214_pip_libraries_need_ld_library_path(tmp_path: Path) -> None:
     assert verdict.status is Status.FAILURE
     assert f"{lib} are not on TF 2.13.1's search path" in verdict.detail
     assert "export LD_LIBRARY_PATH=$(" in verdict.fix
+
+
+def test_an_older_cublas_in_a_conda_env_on_ld_library_path_is_a_failure(tmp_path: Path) -> None:
+    """A conda env's lib folder on LD_LIBRARY_PATH (its activate script puts it there) with a cuBLAS older
+    than the build's: TensorFlow's BLAS calls fail, so it is a failure whose fix drops that folder."""
+    conda_lib = tmp_path / "miniconda3" / "envs" / "old" / "lib"
+    conda_lib.mkdir(parents=True)
+    (conda_lib / "libcublas.so.12.0.1.189").write_bytes(b"")  # the conda package's full file name
+    facts = facts_for(tmp_path, "2.15.1", [str(conda_lib), "/usr/local/nvidia/lib64"])
+    verdict = check_cuda_libraries(facts, None)
+    assert verdict.status is Status.FAILURE, verdict.detail
+    assert f"libcublas 12.0.1.189 from LD_LIBRARY_PATH {conda_lib} is found first" in verdict.detail
+    assert verdict.fix == "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64"
+
+
+def test_an_older_cudart_in_a_system_folder_is_a_failure_with_the_install_fix(tmp_path: Path) -> None:
+    """No pip copy, an older CUDA runtime in the system's folder (the loader's cache): a failure whose fix
+    installs the build's own libraries (found before the system's by TensorFlow's RUNPATH)."""
+    facts = facts_for(tmp_path, "2.18.0", [], leave_out=("nvidia-cuda-runtime-cu12",))
+    system = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"
+    system.mkdir(parents=True)
+    (system / "libcudart.so.12.0.107").write_bytes(b"")
+    old = library_from_path(str(system / "libcudart.so.12.0.107"), "ldconfig")
+    assert old is not None
+    verdict = check_cuda_libraries(dataclasses.replace(facts, system_libraries=[old]), None)
+    assert verdict.status is Status.FAILURE, verdict.detail
+    assert f"libcudart 12.0.107 from ldconfig {system} is found first" in verdict.detail
+    assert "tensorflow[and-cuda]==2.18.0" in verdict.fix

@@ -14,6 +14,7 @@ from tfgpu_tui.env import diagnoses
 from tfgpu_tui.env.checks import evaluate
 from tfgpu_tui.env.checks_devices import deciding_rank
 from tfgpu_tui.env.diagnoses import diagnose_line, diagnose_text
+from tfgpu_tui.env.facts import LibraryFile
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.recorded import load_recording
 from tfgpu_tui.env.tf_inspection import InspectionOutcome, InspectionRun
@@ -170,3 +171,73 @@ def test_keras_check_offers_tf_keras_for_a_keras2_program_on_216_plus() -> None:
     assert keras.status is Status.OK and keras.informational
     python = facts.interpreter.python
     assert keras.fix.startswith(f"{python} -m pip install 'tf-keras~=2.18.0' && export TF_USE_LEGACY_KERAS=1")
+
+
+LIBCUDA_LINE = (
+    "I external/local_tsl/tsl/platform/default/dso_loader.cc:63] Could not load dynamic library "
+    "'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object file: No such file or directory"
+)
+CUDNN_MISMATCH = (
+    "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:445] Loaded runtime CuDNN library: 9.1.0 "
+    "but source was compiled with: 9.3.0.  CuDNN library needs to have matching major version and equal or "
+    "higher minor version."
+)
+
+
+def _with_log(recording: str, *lines: str) -> InspectionRun:
+    """The recording's inspection with `lines` as TensorFlow's stderr."""
+    _, recorded = load_recording(FIXTURES / recording)
+    outcome = dataclasses.replace(recorded.outcome, stderr="\n".join(lines))
+    return InspectionRun(outcome)
+
+
+def test_a_missing_libcuda_in_the_log_is_folded_into_the_libcuda_check() -> None:
+    """tensorflow[and-cuda] installed, libcuda.so.1 missing: the log line says the same as the check and
+    its fix never installs tensorflow[and-cuda] (installed already)."""
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    interpreter = dataclasses.replace(
+        facts.interpreter, libcuda_loaded=False, libcuda_error="libcuda.so.1: cannot open", in_container=True
+    )
+    facts = dataclasses.replace(facts, interpreter=interpreter)
+    findings = evaluate(facts, _with_log("all_good.json", LIBCUDA_LINE))
+    found = {finding.id: finding for finding in findings}
+    assert "log:DSO_LOAD_FAIL" not in found
+    assert found["libcuda"].status is Status.FAILURE
+    assert "TensorFlow's log says the same:" in found["libcuda"].detail and "'libcuda.so.1'" in (
+        found["libcuda"].detail
+    )
+    assert not any("tensorflow[and-cuda]" in finding.fix for finding in findings)
+
+
+def test_a_libcuda_log_line_the_check_did_not_see_gets_the_driver_fix() -> None:
+    """Where the libcuda check passed (the interpreter loads it) the line stays a finding of its own, and
+    its fix is the driver's library, not a pip install."""
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    found = {finding.id: finding for finding in evaluate(facts, _with_log("all_good.json", LIBCUDA_LINE))}
+    assert found["libcuda"].status is not Status.FAILURE
+    assert "pip install" not in found["log:DSO_LOAD_FAIL"].fix
+    assert "libnvidia-compute-" in found["log:DSO_LOAD_FAIL"].fix or "--gpus all" in (
+        found["log:DSO_LOAD_FAIL"].fix
+    )
+
+
+def test_a_cudnn_mismatch_in_the_log_is_folded_into_the_library_check() -> None:
+    """cuDNN 9.1 found first under TF 2.18 (9.3): one failure, the library check's, with the log's line."""
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    stale = LibraryFile("libcudnn", (9, 1, 0), "/opt/cudnn-9.1/lib/libcudnn.so.9", "LD_LIBRARY_PATH")
+    facts = dataclasses.replace(facts, ld_library_path=[stale], ld_library_dirs=["/opt/cudnn-9.1/lib"])
+    found = {finding.id: finding for finding in evaluate(facts, _with_log("all_good.json", CUDNN_MISMATCH))}
+    assert "log:CUDNN_VERSION_MISMATCH" not in found
+    libraries = found["cuda_libraries"]
+    assert libraries.status is Status.FAILURE and "Loaded runtime CuDNN library: 9.1.0" in libraries.detail
+    assert libraries.fix == "unset LD_LIBRARY_PATH"
+
+
+def test_a_log_line_about_another_library_than_the_checks_is_not_folded() -> None:
+    """The library check names a stale cuDNN; a line about libcufft is news, not "the same": it stays."""
+    facts, _ = load_recording(FIXTURES / "all_good.json")
+    stale = LibraryFile("libcudnn", (9, 1, 0), "/opt/cudnn-9.1/lib/libcudnn.so.9", "LD_LIBRARY_PATH")
+    facts = dataclasses.replace(facts, ld_library_path=[stale], ld_library_dirs=["/opt/cudnn-9.1/lib"])
+    cufft = CUDNN.replace("libcudnn.so.9", "libcufft.so.11")
+    found = {finding.id: finding for finding in evaluate(facts, _with_log("all_good.json", cufft))}
+    assert "log:DSO_LOAD_FAIL" in found and "TensorFlow's log says" not in found["cuda_libraries"].detail

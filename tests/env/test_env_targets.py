@@ -18,6 +18,7 @@ from tfgpu_tui.env.targets import (
     choose,
     find_candidates,
     picker_candidates,
+    picker_order,
     python_processes,
     resolve_target,
     typed_interpreter,
@@ -263,3 +264,37 @@ async def test_the_picker_checks_a_typed_path_and_refuses_a_directory(
         await pilot.press("enter")
         await wait_until(pilot, lambda: checked[-1] == str(bare_venv / "bin" / "python"), timeout=60)
         assert not isinstance(app.screen, TargetPicker)
+
+
+def answering_python(path: Path, version: str, tf_version: str = "-") -> Path:
+    """An interpreter where an environment keeps it, answering the version question as Python `version`
+    with TensorFlow `tf_version` ("-": none)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho {version}\necho {tf_version}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_picker_sorts_versions_as_versions_with_tensorflow_first(tmp_path: Path) -> None:
+    """pyenv's 2.7, 3.10, 3.6, 3.9 (name order) come as 3.9, 3.10 after the one with TensorFlow; those too old
+    for the checks and the probe come last, saying the one minimum."""
+    versions = tmp_path / "home" / ".pyenv" / "versions"
+    for version in ("2.7.18", "3.10.13", "3.11.7", "3.6.15", "3.9.18"):
+        answering_python(
+            versions / version / "bin" / "python3", version, "2.20.0" if version == "3.11.7" else "-"
+        )
+    candidates = picker_order(
+        with_versions(
+            picker_candidates(
+                sys.executable,
+                {"PATH": "/nonexistent"},
+                home=str(tmp_path / "home"),
+                running=list,
+                tf_processes=list,
+            )
+        )
+    )
+    pyenv = [c for c in candidates if c.source == "pyenv version"]
+    assert [c.python_version for c in pyenv] == ["3.11.7", "3.9.18", "3.10.13", "2.7.18", "3.6.15"]
+    assert pyenv[0].tf_version == "2.20.0"
+    assert all("need Python 3.9 or newer" in c.error for c in pyenv[-2:])

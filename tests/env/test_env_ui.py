@@ -44,6 +44,7 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         await wait_until(pilot, lambda: any(alert.kind == "env_cuda_libraries" for alert in app.all_alerts))
         # Move to the GPU-processes finding: its detail and fix show, and Enter opens the Monitor tab.
         ids = [finding.id for finding in tab.report.findings]
+        await pilot.press("ctrl+home")  # the list opened on the first failure: back to the top
         for _ in range(ids.index("gpu_processes")):
             await pilot.press("down")
         detail = app.query_one(FindingDetail).text()
@@ -53,13 +54,15 @@ async def test_demo_environment_shows_findings_and_links_to_monitor() -> None:
         await wait_until(pilot, lambda: app.active_tab == "monitor")
 
 
-async def test_fix_shown_for_selected_failure() -> None:
+async def test_the_list_opens_on_the_first_failure_with_its_fix_shown() -> None:
+    """It opened on the first check (a passing one) in --demo (issue 39)."""
     app = TfgpuApp(Settings(demo=True), initial_tab="environment")
     async with app.run_test(size=(140, 40)) as pilot:
         tab = await wait_until_complete(pilot, app)
-        ids = [finding.id for finding in tab.report.findings]
-        for _ in range(ids.index("cuda_libraries")):
-            await pilot.press("down")
+        failures = [finding.id for finding in tab.report.findings if finding.status.value == "failure"]
+        first_failure = failures[0]
+        await wait_until(pilot, lambda: getattr(tab.selected_finding(), "id", "") == first_failure)
+        assert first_failure == "cuda_libraries"
         detail = app.query_one(FindingDetail).text()
         assert "failure" in detail and "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in detail
 
@@ -118,8 +121,8 @@ async def test_c_copies_the_selected_fix_which_a_short_fix_shows_on_one_line() -
     async with app.run_test(size=(80, 24)) as pilot:
         tab = await wait_until_complete(pilot, app)
         ids = [finding.id for finding in tab.report.findings]
-        for _ in range(ids.index("cuda_libraries")):
-            await pilot.press("down")
+        # the list opens on the first failure
+        await wait_until(pilot, lambda: getattr(tab.selected_finding(), "id", "") == "cuda_libraries")
         fix = tab.report.findings[ids.index("cuda_libraries")].fix
         shown = record_notifications(app)
         await pilot.press("c")
@@ -226,3 +229,14 @@ async def test_the_selected_finding_is_brought_into_view_below_the_header(height
             table.keep_cursor_in_view()
             first = int(table.scroll_y)
             assert first <= table.cursor_row < first + rows_shown, (top, first, table.cursor_row)
+
+
+async def test_at_160_columns_the_found_column_gets_the_room() -> None:
+    """It was cut at about 40 characters beside a detail pane with room to spare (issue 39)."""
+    app = TfgpuApp(Settings(demo=True), initial_tab="environment")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until_complete(pilot, app)
+        table = app.query_one("#env-findings", DataTable)
+        await wait_until(pilot, lambda: table.size.width >= 90)
+        check, found = (column.width for column in list(table.columns.values())[1:])
+        assert found >= 45 and table.max_scroll_x == 0, (check, found)

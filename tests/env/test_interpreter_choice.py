@@ -19,7 +19,7 @@ from tfgpu_tui.env.interpreter_choice import InterpreterChoice
 from tfgpu_tui.env.targets import Candidate, Target, choose, resolve_target
 from tfgpu_tui.proc.python_processes import job_running, process_started, tensorflow_processes
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.ui.header import ALERT_TITLE_ROOM
+from tfgpu_tui.ui.header import ALERT_TITLE_ROOM, essential
 from tfgpu_tui.ui.text_fit import whole_words
 
 FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
@@ -226,8 +226,9 @@ async def test_p_in_the_batch_probe_switches_both_tabs_and_the_header(
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=60)
         options = app.screen.query_one(OptionList)
-        await wait_until(pilot, lambda: options.has_focus and options.highlighted == 0)
-        await pilot.press("down", "enter")  # tfgpu-tui's own
+        assert app.screen.candidates[0].python == sys.executable  # the one with TensorFlow first
+        await wait_until(pilot, lambda: options.has_focus and options.highlighted == 1)  # the current one
+        await pilot.press("up", "enter")  # tfgpu-tui's own
         await wait_until(pilot, lambda: recorded_checks[-1] == sys.executable, timeout=60)  # the hidden tab
         await wait_until(pilot, lambda: "(chosen with p)" in header_text(app), timeout=60)
         await wait_until(pilot, lambda: env_tab.report is not None and env_tab.report.complete, timeout=60)
@@ -249,7 +250,8 @@ async def header_line(width: int, target: Target) -> tuple[str, str]:
     async with app.run_test(size=(width, 24)) as pilot:
         header = app.query_one(StatusHeader)
         await wait_until(pilot, lambda: header.alert is not None and header.gpu_count is not None)
-        assert "(demo)" in header_text(app)  # the demo's own Python, until another is set
+        # the demo's own Python, until another is set (at 80 columns by its folder: the alert keeps its PID)
+        assert ("(demo)" if width > 80 else "~/venvs/tf") in header_text(app)
         header.interpreter = target
         assert header.alert is not None
         return header_text(app), short_title(header.alert)
@@ -265,9 +267,19 @@ async def test_the_header_says_the_python_and_why_within_80_columns() -> None:
         (160, "Python: ~/venvs/tf/bin/python (your TF job PID 4242)"),
         (120, "~/venvs/tf/bin/python (your TF job PID 4242)"),
         (100, "~/venvs/tf (your TF job PID 4242)"),
-        (80, "~/venvs/tf (job 4242)"),  # the demo's SIMULATED badge takes 13 columns more than a real GPU
+        # the demo's SIMULATED badge takes 13 columns more than a real GPU: at 80 the Python is named by its
+        # folder alone, and the alert keeps its PID (issue 39)
+        (80, "~/venvs/tf  "),
     ):
         text, alert = await header_line(width, target)
-        kept = whole_words(alert, ALERT_TITLE_ROOM).removesuffix(" …")  # whole words of the alert at least
+        kept = essential(alert) or whole_words(alert, ALERT_TITLE_ROOM).removesuffix(" …")
         assert expected in text and kept in text, (width, text)
         assert len(text) <= width - 2, (width, text)  # the header's padding
+
+
+async def test_at_80_columns_the_header_keeps_the_alerts_pid() -> None:
+    """It read "CPU fallback: PID … (+2)": the PID is what the alert is about, the program may go first."""
+    target = Target(os.path.expanduser("~/venvs/tf/bin/python"), "--python", reason="--python")
+    text, alert = await header_line(80, target)
+    assert alert.startswith("CPU fallback: PID 42210") and "CPU fallback: PID 42210" in text, text
+    assert len(text) <= 78, text

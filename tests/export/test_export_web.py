@@ -65,7 +65,7 @@ def start_demo_exporter(config: Path, children: list) -> str:
     children.append(child)
     line = child.stdout.readline() if child.stdout else ""
     assert "serving" in line, child.stderr.read() if child.stderr else ""
-    return line.split("serving ", 1)[1].strip()
+    return line.split("serving ", 1)[1].split()[0]  # the URL, before any note
 
 
 def get(url: str, user: str | None = None, password: str = "", context: ssl.SSLContext | None = None) -> int:

@@ -78,7 +78,7 @@ def scraped(url: str, promql: str) -> list[dict]:
         found.append(query(url, promql))
         return bool(found[-1])
 
-    wait_for(ready, timeout=30)
+    wait_for(ready, timeout=60)
     return found[-1]
 
 

@@ -54,7 +54,7 @@ def start_exporter(
         raise AssertionError(
             f"exporter did not start: {line!r} {child.stderr.read() if child.stderr else ''}"
         )
-    return line.split("serving ", 1)[1].strip()
+    return line.split("serving ", 1)[1].split()[0]  # the URL, before any note
 
 
 def stop(child: subprocess.Popen) -> None:

@@ -31,8 +31,9 @@ class Receiver:
 
 
 @contextmanager
-def receiving(token: str = "s3cr3t-T0KEN", port: int = 0) -> Iterator[Receiver]:
-    """Serve on a loopback port (a free one when 0) for the duration of the block."""
+def receiving(token: str = "s3cr3t-T0KEN", port: int = 0, status: int = 200) -> Iterator[Receiver]:
+    """Serve on a loopback port (a free one when 0) for the duration of the block, answering each POST with
+    HTTP `status` (a receiver that fails: 500)."""
     holder: list[Receiver] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -43,7 +44,7 @@ def receiving(token: str = "s3cr3t-T0KEN", port: int = 0) -> Iterator[Receiver]:
                 holder[0].add(json.loads(body))
             except ValueError:
                 holder[0].add({"raw": body.decode("utf-8", "replace")})
-            self.send_response(200)
+            self.send_response(status)
             self.end_headers()
 
         def log_message(self, *args: object) -> None:

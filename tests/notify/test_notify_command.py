@@ -98,19 +98,33 @@ def test_a_refused_setting_that_an_option_replaces_does_not_stop_notify(tmp_path
     assert len(warnings) == 2 and all(line.startswith("tfgpu-tui: warning: ") for line in warnings)
 
 
-def test_test_reports_per_url_whether_it_was_delivered(tmp_path: Path) -> None:
+def test_test_names_each_url_and_says_why_it_failed(tmp_path: Path) -> None:
+    """Three URLs on one host: a receiver that takes it, one that answers HTTP 500, a closed port. Each line
+    names its URL (scheme, host, port, path; the token hidden) and the reason."""
     url_file = tmp_path / "urls"
-    dead = f"json://127.0.0.1:{closed_port()}/hook/{TOKEN}"
-    with receiving(TOKEN) as receiver:
-        url_file.write_text(f"{receiver.url}\n{dead}\n")
+    port = closed_port()
+    dead = f"json://127.0.0.1:{port}/other/{TOKEN}"
+    with receiving(TOKEN) as receiver, receiving(TOKEN, status=500) as failing:
+        url_file.write_text(f"{receiver.url}\n{failing.url}\n{dead}\n")
         result = notify(tmp_path, "--test", "--to-file", str(url_file), "--hostname", "box")
         assert [m["title"] for m in receiver.messages] == ["tfgpu-tui notify test from box"]
+        good, bad = receiver.url.split(":")[2].split("/")[0], failing.url.split(":")[2].split("/")[0]
     assert result.returncode == 1
-    lines = result.stdout.splitlines()
-    assert lines[0] == "json://127.0.0.1: delivered" and lines[1].startswith(
-        "json://127.0.0.1: NOT delivered"
-    )
+    assert result.stdout.splitlines() == [
+        f"URL 1 of 3, json://127.0.0.1:{good}/hook/…: delivered",
+        f"URL 2 of 3, json://127.0.0.1:{bad}/hook/…: NOT delivered: the service answered HTTP 500",
+        f"URL 3 of 3, json://127.0.0.1:{port}/other/…: NOT delivered: the connection was refused "
+        "(nothing listens on that port)",
+    ]
     assert TOKEN not in result.stdout + result.stderr
+
+
+def test_test_says_when_a_host_name_does_not_resolve(tmp_path: Path) -> None:
+    result = notify(tmp_path, "--test", "--to", f"json://no-such-host.invalid/hook/{TOKEN}")
+    assert result.returncode == 1
+    assert (
+        result.stdout == "json://no-such-host.invalid/hook/…: NOT delivered: the host name did not resolve\n"
+    )
 
 
 def test_the_url_from_the_environment_works_and_help_shows_no_url(tmp_path: Path) -> None:
@@ -129,7 +143,7 @@ def test_the_url_from_the_settings_file_works_and_is_never_printed(tmp_path: Pat
         env = dict(environment(tmp_path), TFGPU_TUI_CONFIG=str(config))
         result = notify(tmp_path, "--test", "--hostname", "box", env=env)
         assert result.returncode == 0 and receiver.titles() == ["tfgpu-tui notify test from box"]
-    assert result.stdout == "json://127.0.0.1: delivered\n"
+    assert result.stdout == f"json://127.0.0.1:{receiver.url.split(':')[2].split('/')[0]}/hook/…: delivered\n"
     assert TOKEN not in result.stdout + result.stderr
 
 
@@ -177,7 +191,7 @@ def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_ea
     state_dir = tmp_path / "state"
     err = tmp_path / "notify.err"
     late_port = closed_port()
-    late_url = f"json://localhost:{late_port}/hook/{TOKEN}"  # shown as json://localhost
+    late_url = f"json://localhost:{late_port}/hook/{TOKEN}"  # shown as json://localhost:PORT/hook/…
     with receiving(TOKEN) as live:
         args = ["--json", "--log", str(log), "--state", str(state_dir / "state.json"), "--interval", "0.5"]
         args += ["--to", live.url, "--to", late_url]
@@ -190,7 +204,8 @@ def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_ea
             )
         try:
             wait_for(lambda: len(live.messages) == 1, timeout=60)
-            wait_for(lambda: lines_with(err.read_text(), "delivery to json://localhost failed"), timeout=60)
+            shown = f"delivery to json://localhost:{late_port}/hook/… failed (the connection was refused"
+            wait_for(lambda: lines_with(err.read_text(), shown), timeout=60)
             with log.open("a") as more:  # a second run finishes while the other service is still down
                 more.write(FINISHED)
             wait_for(lambda: len(live.messages) == 2, timeout=60)
@@ -215,7 +230,7 @@ def test_a_failing_service_a_deleted_log_and_an_unwritable_state_are_one_line_ea
     assert titles == late_titles and len(set(titles)) == 1, (titles, late_titles)
     for words in ("failed", "works again", "was deleted", "cannot write the state file"):
         assert len(lines_with(said, words)) == 1, said
-    assert "json://localhost failed" in said and "the watch goes on" in said
+    assert f"json://localhost:{late_port}/hook/… failed" in said and "the watch goes on" in said
     assert said.splitlines()[-1].endswith("stopped by SIGTERM; 3 event(s) sent this run"), said
     assert TOKEN not in said + (tmp_path / "state.moved" / "state.json").read_text()
 

@@ -131,8 +131,13 @@ def test_a_corrupt_state_file_is_said_and_started_afresh(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("json://127.0.0.1:8080/hook/s3cret", "json://127.0.0.1"),
-        ("mailtos://ana:pa55word@smtp.example.org:465?to=ana@example.org", "mailtos://smtp.example.org"),
+        ("json://127.0.0.1:8080/hook/s3cret", "json://127.0.0.1:8080/hook/…"),
+        (
+            "jsons://ana:pa55@hooks.example.org/notify/alerts?token=s3cret",
+            "jsons://hooks.example.org/notify/alerts",
+        ),
+        ("json://[::1]:9000/a-b/aaaaaaaaaaaaaaaaaaaaaaaaa", "json://[::1]:9000/a-b/…"),
+        ("mailtos://ana:pa55word@smtp.example.org:465?to=ana@example.org", "mailtos://smtp.example.org:465"),
         ("tgram://123456789:AAHsecretTOKEN/987654", "tgram://(token hidden)"),
         ("slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ", "slack://(token hidden)"),
         ("ntfys://ntfy.sh/my-private-topic", "ntfys://ntfy.sh"),
@@ -140,7 +145,7 @@ def test_a_corrupt_state_file_is_said_and_started_afresh(tmp_path: Path) -> None
         ("no scheme at all", "a URL without a scheme://"),
     ],
 )
-def test_a_url_is_shown_by_scheme_and_host_only(url: str, expected: str) -> None:
+def test_a_url_is_shown_by_scheme_host_port_and_plain_path_only(url: str, expected: str) -> None:
     assert shown(url) == expected
     assert expected in repr(Destination(url)) and "s3cret" not in repr(Destination(url))
 

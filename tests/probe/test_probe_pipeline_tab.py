@@ -64,7 +64,7 @@ async def test_start_times_the_pipeline_and_shows_the_verdict(
     app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_pipeline(app, pilot, "mypipe.data:make")
-        await wait_until(pilot, lambda: tab.pipeline_result is not None and not tab.running, timeout=30)
+        await wait_until(pilot, lambda: tab.pipeline_result is not None and not tab.running, timeout=60)
         summary = text_of(app, "#probe-summary")
         assert "Your pipeline delivers 100 samples/s; the model trains 1,000 samples/s at batch 8" in summary
         assert "waits about 90 % of the time" in summary and "num_parallel_calls" in summary
@@ -80,14 +80,14 @@ async def test_a_child_that_fails_gives_one_line_and_an_alert(
     app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_pipeline(app, pilot, "mypipe:make")
-        await wait_until(pilot, lambda: tab.pipeline_result is not None and not tab.running, timeout=30)
+        await wait_until(pilot, lambda: tab.pipeline_result is not None and not tab.running, timeout=60)
         expected = "RuntimeError while calling mypipe:make: no data here"
         assert f"Pipeline probe stopped: {expected}" in text_of(app, "#probe-summary")
 
         def alerts() -> list:
             return [alert for alert in app.all_alerts if alert.kind == "probe_error"]
 
-        await wait_until(pilot, alerts, timeout=30)  # the alert reaches the header through a message
+        await wait_until(pilot, alerts, timeout=60)  # the alert reaches the header through a message
         assert [alert.message for alert in alerts()] == [f"Batch probe: {expected}"]
 
 
@@ -119,10 +119,10 @@ async def test_cancel_ends_the_pipeline_child(tmp_path: Path, monkeypatch: pytes
     app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_pipeline(app, pilot, "mypipe:make")
-        await wait_until(pilot, started.exists, timeout=30)
+        await wait_until(pilot, started.exists, timeout=60)
         assert app.query_one("#probe-start", Button).disabled is True
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not tab.running, timeout=30)
+        await wait_until(pilot, lambda: not tab.running, timeout=60)
         assert "Cancelled" in text_of(app, "#probe-status")
         assert "Pipeline probe cancelled." in text_of(app, "#probe-summary")
         assert app.query_one("#probe-start", Button).disabled is False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tfgpu_tui.env.targets import Candidate, ask_version
+from tfgpu_tui.env.targets import Candidate, ask_version, too_old_text
 
 pytestmark = pytest.mark.e2e  # real child processes
 
@@ -30,7 +30,7 @@ def probe(python: str) -> subprocess.CompletedProcess[str]:
 
 def test_an_old_python_is_too_old_not_broken(tmp_path: Path) -> None:
     asked = ask_version(Candidate(str(fake_python(tmp_path, "3.7.16")), "typed"))
-    assert asked.error == "is Python 3.7.16, too old to be supported (3.8 or newer)"
+    assert asked.error == too_old_text("3.7.16") and "Python 3.9 or newer" in asked.error
     assert ask_version(Candidate(str(fake_python(tmp_path, "3.11.7")), "typed")).error == ""
 
 
@@ -52,4 +52,7 @@ def test_probe_names_the_install_line_once_where_tensorflow_is_missing(tmp_path:
 
 def test_probe_refuses_a_python_too_old_for_its_worker(tmp_path: Path) -> None:
     done = probe(str(fake_python(tmp_path, "3.8.18")))
-    assert done.returncode == 2 and "is Python 3.8.18, too old for the probe (3.9 or newer)" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "is Python 3.8.18, too old: the checks and the probe need Python 3.9 or newer" in done.stderr
+    assert "pass --python with a Python 3.9 or newer that has TensorFlow" in done.stderr
+    assert "3.10+" not in done.stderr and "3.8 or newer" not in done.stderr

@@ -10,6 +10,7 @@ import pytest
 from textual.widgets import Button, Checkbox, DataTable, Input, OptionList, Select, Static
 
 from tests.helpers.paths import FIXTURES
+from tests.helpers.screen_text import screen_lines
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.gpu.model import DeviceInfo
 from tfgpu_tui.probe import precision
@@ -17,6 +18,7 @@ from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 PASCAL_GPU = DeviceInfo(0, "Tesla P100", None, 16_280.0, 250.0, (6, 1), True)
 FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
@@ -108,6 +110,8 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
         tab = await start_with_budget(app, pilot, "100")
         await wait_until(pilot, lambda: app.query_one("#probe-trials", DataTable).row_count == 1, timeout=60)
         assert app.query_one("#probe-cancel", Button).disabled is False
+        footer = app.query_one(KeyFooter)
+        await wait_until(pilot, lambda: "esc Cancel" in str(footer.render()), timeout=60)  # while it runs
         assert app.query_one("#probe-start", Button).disabled is True
         app.query_one("#probe-trials", DataTable).focus()
         await pilot.press("1")  # the app still answers keys while a trial runs
@@ -115,24 +119,28 @@ async def test_cancel_kills_the_child_and_the_ui_stays_responsive(monkeypatch: p
         tab.action_cancel()
         await wait_until(pilot, lambda: not tab.running, timeout=60)
         assert "Cancelled" in text_of(app, "#probe-status")
+        await wait_until(pilot, lambda: "esc Cancel" not in str(footer.render()), timeout=60)
         assert app.query_one("#probe-trials", DataTable).row_count == 0
         assert app.query_one("#probe-start", Button).disabled is False
 
 
-async def test_tensorflow_missing_shows_an_error_and_a_header_alert(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(runner, "WORKER_SCRIPT", Path(runner.worker.__file__))
+async def test_tensorflow_missing_is_refused_before_the_first_trial_with_the_install_line(
+    tmp_path: Path,
+) -> None:
+    """As `probe` does: no trial starts, and the one line with the install command is on screen at 80x24."""
     python = tmp_path / "python-without-tf"
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')  # -S: no site-packages, no TF
     python.chmod(0o755)
     app = TfgpuApp(Settings(python=str(python)), initial_tab="probe")
-    async with app.run_test(size=(160, 45)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         tab = await start_with_budget(app, pilot, "100")
-        await wait_until(pilot, lambda: tab.result is not None, timeout=60)
-        assert "TensorFlow is missing" in text_of(app, "#probe-summary")
-        assert "error" in text_of(app, "#probe-status")
-        alerts = [alert for alert in app.all_alerts if alert.kind == "probe_error"]
-        assert len(alerts) == 1 and alerts[0].message.startswith("Batch probe: TensorFlow is missing")
-        assert "--python" in alerts[0].fix
+        await wait_until(pilot, lambda: not tab.running, timeout=60)
+        status = text_of(app, "#probe-status")
+        assert f"TensorFlow is not installed in {python}" in status
+        assert f"{python} -m pip install 'tensorflow" in status
+        assert app.query_one("#probe-trials", DataTable).row_count == 0 and tab.result is None
+        screen = "".join(line.strip() for line in screen_lines(app))  # the command may wrap
+        assert f"{python}-m pip install 'tensorflow".replace(" ", "") in screen.replace(" ", "")
 
 
 async def test_devices_offer_every_gpu_and_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,3 +183,38 @@ async def test_tab_compares_precisions_and_warns_on_an_old_gpu(monkeypatch: pyte
         assert precisions == {"float32", "mixed_float16"}
         expected = len(tab.comparison.float32.trials) + len(tab.comparison.mixed.trials)
         assert table.row_count == expected
+
+
+async def test_esc_leaves_a_field_and_the_keys_work_again() -> None:
+    """In a field `esc` lets go (the footer says so); then `2` switches tab instead of typing. In a number
+    field `q` and `?` are not typed, so the footer keeps them."""
+    app = TfgpuApp(Settings(), initial_tab="probe")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        model = app.query_one("#probe-model", Input)
+        model.focus()
+        await pilot.pause()
+        leave = app.screen.active_bindings.get("escape")
+        assert leave is not None and leave.binding.description == "Leave field"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.focused is app.query_one("#probe-start", Button), timeout=60)
+        assert model.value == "builtin:cnn"
+        app.query_one("#probe-budget", Input).focus()
+        await pilot.pause()
+        assert {"q", "question_mark"} <= set(app.screen.active_bindings)
+        await pilot.press("5", "escape", "2")
+        await wait_until(pilot, lambda: app.active_tab == "monitor", timeout=60)
+        assert app.query_one("#probe-budget", Input).value.endswith("5")
+
+
+async def test_an_unchecked_checkbox_is_drawn_empty() -> None:
+    """Without colour an X means checked: unchecked boxes are drawn `▐ ▌`."""
+    app = TfgpuApp(Settings(), initial_tab="probe")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert any("▐ ▌ Mixed precision" in line for line in screen_lines(app))
+        assert not any("▐X▌" in line for line in screen_lines(app))
+        app.query_one("#probe-mixed", Checkbox).value = True
+        await wait_until(
+            pilot, lambda: any("▐X▌ Mixed precision" in line for line in screen_lines(app)), timeout=30
+        )

@@ -147,3 +147,27 @@ def test_check_exit_statuses_are_documented_as_the_code_returns_them() -> None:
     assert expected in readme
     environment = " ".join((DOCS / "environment.md").read_text(encoding="utf-8").split())
     assert f"`{EXIT_CHECK_FAILED}` a failed check; `{EXIT_USAGE}` is a bad command line only" in environment
+
+
+LINK = re.compile(r"\]\(([\w./-]*\.md)?#([\w-]+)\)")
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown text: lower case, punctuation dropped, spaces -> -."""
+    anchors = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def test_every_anchor_a_page_links_to_exists() -> None:
+    """docs/batch-probe.md linked to environment.md#which-python, which no heading makes."""
+    broken = []
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        for target, anchor in LINK.findall(page.read_text(encoding="utf-8")):
+            linked = page.parent / target if target else page
+            if not linked.exists() or anchor not in heading_anchors(linked.read_text(encoding="utf-8")):
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert not broken, broken

@@ -258,9 +258,12 @@ async def test_visitor_cannot_run_code_through_the_batch_probe(visitor: WebTermi
 
 
 async def test_visitor_cannot_kill(visitor: WebTerminal) -> None:
-    await show_tab(visitor, "2", "k Kill")
+    """Nothing offers kill in a least-privilege session; `k` says which option allows it."""
+    await show_tab(visitor, "2", "s Sort")
+    assert "k Kill" not in visitor.text() and "[k kill]" not in visitor.text()
     await press(visitor, "k")
-    await visitor.wait_for_text("no signals are sent")
+    await visitor.wait_for_text("serve --allow-kill")
+    assert "--readonly" not in visitor.text()
 
 
 async def test_visitor_report_is_a_download_and_nothing_is_written(

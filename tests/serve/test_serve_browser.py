@@ -235,3 +235,29 @@ def test_the_page_loads_everything_from_serve_itself(
     assert any(url.startswith(own[1]) for url in urls), f"no websocket seen: {urls}"
     foreign = [url for url in urls if not url.startswith(own) and not url.startswith("data:")]
     assert not foreign, f"the page asked other hosts for: {foreign}"
+
+
+def wait_for_text(browser: DevTools, words: str, timeout: float = 60.0) -> str:
+    """The terminal's text once it holds `words` (fails with the last text after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    text = None
+    while time.monotonic() < deadline:
+        text = browser.terminal_text()
+        if text and words in text:
+            return text
+        time.sleep(0.25)
+    raise AssertionError(f"{words!r} not on the served screen within {timeout:.0f} s:\n{text}")
+
+
+def test_the_page_takes_the_keyboard_and_a_visitor_is_offered_no_kill(
+    served_dashboard: ServedDashboard, browser: DevTools
+) -> None:
+    """Keys work without a click: `2` opens the Monitor. The session has least privilege (serve's default):
+    neither the footer nor an alert offers `k`."""
+    browser.open_page(served_dashboard.url)
+    text = wait_for_tabs(browser)
+    assert text and all(name in text for name in TAB_NAMES), f"the dashboard did not render:\n{text}"
+    browser.type_text("2")  # no click anywhere first
+    text = wait_for_text(browser, "s Sort")
+    assert "Processes (" in text
+    assert "k Kill" not in text and "[k kill]" not in text, text

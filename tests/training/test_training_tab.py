@@ -11,6 +11,7 @@ from tests.helpers.waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.training.synthetic import keras3_log
 from tfgpu_tui.ui.app import TfgpuApp
+from tfgpu_tui.ui.widgets.key_footer import KeyFooter
 
 FIXTURES = FIXTURES / "training"
 
@@ -66,8 +67,11 @@ async def test_o_opens_another_file_and_escape_cancels(tmp_path):
         field = app.query_one("#training-path", Input)
         await wait_until(pilot, lambda: field.has_focus)
         assert field.value == str(first)
+        footer = app.query_one(KeyFooter)
+        await wait_until(pilot, lambda: "esc Close" in str(footer.render()))  # where esc works, it shows
         await pilot.press("escape")
         await wait_until(pilot, lambda: not field.has_class("-open"))
+        await wait_until(pilot, lambda: "esc" not in str(footer.render()))
         await pilot.press("o")
         await wait_until(pilot, lambda: field.has_focus)
         field.value = str(FIXTURES / "keras2_verbose2.log")
@@ -89,8 +93,8 @@ async def test_hidden_tab_keeps_alerts_current_and_draws_when_shown(tmp_path):
     shutil.copy(FIXTURES / "keras3_nan_killed.log", log)
     app = TfgpuApp(Settings(demo=True, log_path=log, log_path_given=True), initial_tab="monitor")
     async with app.run_test(size=(140, 45)) as pilot:
-        await wait_until(pilot, lambda: "training_killed" in {alert.kind for alert in app.all_alerts}, 15)
+        await wait_until(pilot, lambda: "training_killed" in {alert.kind for alert in app.all_alerts}, 60)
         assert "Epoch 3/4" not in text_of(app, "#training-status")  # not drawn while hidden
         await pilot.press("3")
-        await wait_until(pilot, lambda: "Epoch 3/4" in text_of(app, "#training-status"), 15)
+        await wait_until(pilot, lambda: "Epoch 3/4" in text_of(app, "#training-status"), 60)
         await wait_until(pilot, lambda: app.query_one("#training-epochs", DataTable).row_count == 2)

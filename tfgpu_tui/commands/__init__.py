@@ -49,3 +49,7 @@ def commands_needed(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tup
     if command is None and not any(arg in helps for arg in argv):
         return ()
     return COMMAND_MODULES
+
+
+# Ends each start-up line of `export --demo` and `serve --demo`: nothing they print may pass for this machine.
+SIMULATED_NOTE = "   (SIMULATED: --demo shows simulated GPUs, not this machine's)"

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help=COMMAND_SUMMARIES["check"],
         description="Run every environment check and print the findings with their fixes. TensorFlow is "
-        "inspected by a inspection run with the target interpreter. "
+        "inspected in a child process of the target interpreter. "
         f"Exit status: {EXIT_OK} all ok, {EXIT_CHECK_WARNINGS} warnings, {EXIT_CHECK_FAILED} a failed check, "
         f"{EXIT_USAGE} a bad command line.",
     )

@@ -12,13 +12,16 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands import COMMAND_SUMMARIES, SIMULATED_NOTE
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.options import add_demo_gpus_option, interval_seconds, settings_from_args
 
 if TYPE_CHECKING:
     from tfgpu_tui.export.collector import Exporter
     from tfgpu_tui.export.server import MetricsServer
+
+if TYPE_CHECKING:
+    from tfgpu_tui.gpu.model import Snapshot
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a Prometheus set up for it scrapes us unchanged
@@ -140,11 +143,27 @@ def run(args: argparse.Namespace) -> int:
         reason = getattr(error, "strerror", None) or error
         print(f"tfgpu-tui export: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
+    note = SIMULATED_NOTE if settings.demo else ""
     if args.public and not is_private(web):
         auth = "" if web.users else " No basic auth is configured: anyone who can connect reads them."
-        print(PUBLIC_WARNING.format(host=args.host, port=server.port, auth=auth), file=sys.stderr)
+        warning = PUBLIC_WARNING.format(host=args.host, port=server.port, auth=auth)
+        print(warning + note, file=sys.stderr)
     exporter.start()
-    return serve(server, exporter)
+    return serve(server, exporter, note, bool(args.logs))
+
+
+def nothing_to_export(snapshot: Snapshot | None, following_logs: bool) -> str:
+    """What the first sample says when there is no GPU to export (NVML missing, or no GPU listed), else ""."""
+    from tfgpu_tui.export.names import NVML_UNAVAILABLE, UP
+
+    if snapshot is None or (snapshot.error is None and snapshot.devices):
+        return ""
+    why = snapshot.error.message if snapshot.error is not None else "NVML lists no GPU"
+    logs = " and the training series of each --log" if following_logs else " only (no --log given)"
+    return (
+        f"nothing to export from the GPUs: {why.rstrip('.')}. /metrics carries the exporter's health "
+        f"({UP} 0, {NVML_UNAVAILABLE}){logs}; GPU series appear once NVML lists GPUs."
+    )
 
 
 def is_private(web: object) -> bool:
@@ -152,14 +171,18 @@ def is_private(web: object) -> bool:
     return bool(getattr(web, "tls", False) and getattr(web, "users", None))
 
 
-def serve(server: MetricsServer, exporter: Exporter) -> int:
-    """Serve (the server's own thread) until SIGINT or SIGTERM; return 0 after closing everything."""
+def serve(server: MetricsServer, exporter: Exporter, note: str = "", following_logs: bool = False) -> int:
+    """Serve (the server's own thread) until SIGINT or SIGTERM; return 0 after closing everything. Once it
+    listens, it says where (with `note`: SIMULATED under --demo) and whether there is nothing to export."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
         server.start()
-        print(f"tfgpu-tui export: serving {server.url}", flush=True)
+        print(f"tfgpu-tui export: serving {server.url}{note}", flush=True)
+        nothing = nothing_to_export(exporter.state.snapshot, following_logs)
+        if nothing:
+            print(f"tfgpu-tui export: {nothing}", flush=True)
         stop.wait()
     finally:
         server.close()

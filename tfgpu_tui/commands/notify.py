@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     """Watch until SIGTERM, SIGHUP or SIGINT; --test sends one message per URL and exits."""
     try:
         settings, destinations, kinds = configure(args)
-    except ValueError as error:  # DestinationError included: it names URLs by scheme and host only
+    except ValueError as error:  # DestinationError included: it names URLs without their secrets
         say(str(error))
         return EXIT_USAGE
     host = args.hostname or socket.gethostname()
@@ -155,16 +155,19 @@ def run(args: argparse.Namespace) -> int:
 def send_test(destinations: list, host: str) -> int:  # type: ignore[type-arg]
     """One test message to each destination; 0 when every one was delivered, else 1."""
     from tfgpu_tui.notify.delivery import apprise_sender
+    from tfgpu_tui.notify.failure import apprise_messages
 
     if not destinations:
         say("no URL to test")
         return EXIT_USAGE
     failed = 0
-    for destination in destinations:
-        ok = apprise_sender(destination)(TEST_TITLE.format(host=host), TEST_BODY)
+    for number, destination in enumerate(destinations, start=1):
+        with apprise_messages() as why:
+            ok = apprise_sender(destination)(TEST_TITLE.format(host=host), TEST_BODY)
+            outcome = "delivered" if ok else f"NOT delivered: {why()}"
         failed += not ok
-        outcome = "delivered" if ok else "NOT delivered (the service refused it or could not be reached)"
-        print(f"{destination.shown}: {outcome}", flush=True)
+        name = f"URL {number} of {len(destinations)}, " if len(destinations) > 1 else ""
+        print(f"{name}{destination.shown}: {outcome}", flush=True)
     return 1 if failed else 0
 
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.commands import COMMAND_SUMMARIES, SIMULATED_NOTE
 from tfgpu_tui.exit_status import EXIT_USAGE
 from tfgpu_tui.options import (
     add_access_options,
@@ -200,9 +200,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     settings = settings_from_args(args)  # prints the settings file's warnings, if any
     arguments = session_arguments(args, settings)
+    note = SIMULATED_NOTE if settings.demo else ""
     if args.public:
         root = Path(arguments[arguments.index("--log-root") + 1])
-        print(public_warning(args.host, args.port, settings.allow_kill, root), file=sys.stderr)
+        print(public_warning(args.host, args.port, settings.allow_kill, root) + note, file=sys.stderr)
     from tfgpu_tui.serve.server import DashboardServer  # aiohttp: imported only to serve
 
     server = DashboardServer(
@@ -212,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         token=token,
         max_sessions=args.max_sessions,
+        note=note,
     )
     try:
         server.serve()

@@ -17,6 +17,7 @@ from tfgpu_tui.env import (
     checks_packages,
     checks_system,
     checks_tensorflow,
+    log_owners,
 )
 from tfgpu_tui.env.check_base import Check, Verdict, report_order, tensorflow_unusable
 from tfgpu_tui.env.facts import EnvFacts
@@ -40,13 +41,19 @@ REPORT_ORDER: tuple[str, ...] = tuple(item.id for item in CHECKS)  # every check
 NO_GPU_EXPECTED = frozenset({"missing_lib", "no_device", "no_driver", "silent_cpu_fallback"})
 
 
-def log_findings(facts: EnvFacts, inspection: InspectionResult | None) -> list[Finding]:
-    """One finding per problem message in TensorFlow's log (ok-informational when expected without a GPU)."""
+def log_findings(
+    facts: EnvFacts, inspection: InspectionResult | None, checked: list[Finding]
+) -> list[Finding]:
+    """One finding per problem message in TensorFlow's log (ok-informational when expected without a GPU),
+    except a message whose cause a check in `checked` already named: it is folded into that check's
+    finding (``log_owners.fold``, which updates `checked`), so the two never disagree."""
     findings = []
     for diagnosis in inspection.diagnoses if inspection is not None else ():
         expected = not facts.nvml.devices and diagnosis.signature.category in NO_GPU_EXPECTED
         optional = diagnosis.severity is Severity.INFO  # e.g. TensorRT, which training does not need
         status = Status.FAILURE if diagnosis.severity is Severity.CRITICAL else Status.WARNING
+        if not (expected or optional) and log_owners.fold(checked, diagnosis, status):
+            continue
         note = " (expected on a machine without a GPU)" if expected else " (optional)" if optional else ""
         findings.append(
             Finding(
@@ -55,7 +62,7 @@ def log_findings(facts: EnvFacts, inspection: InspectionResult | None) -> list[F
                 f"TensorFlow log: {diagnosis.id}",
                 diagnosis.line.strip()[:300] + note,
                 diagnosis.meaning,
-                "" if expected or optional else diagnosis.fix,
+                "" if expected or optional else log_owners.owned_fix(diagnosis, facts, inspection),
                 informational=expected or optional,
             )
         )
@@ -88,4 +95,4 @@ def evaluate(facts: EnvFacts, inspection: InspectionRun | None = None) -> list[F
                 verdict.link_tab,
             )
         )
-    return findings + log_findings(facts, result)
+    return findings + log_findings(facts, result, findings)

@@ -25,8 +25,15 @@ WHY = (
     "cuBLASLt, cuFFT, cuSOLVER, cuSPARSE, cuDNN, and nvJitLink for CUDA 12); one missing or unaccepted "
     "library means a silent CPU fallback. The loader takes the first file with the right soname from "
     "LD_LIBRARY_PATH, then the pip packages (TF >= 2.14 links to them by RUNPATH), then the system cache. "
-    "TensorFlow accepts a cuDNN of the same major and an equal or higher minor than its build's."
+    "TensorFlow accepts a cuDNN of the same major and an equal or higher minor than its build's; an older "
+    "cuDNN, cuBLAS or CUDA runtime found first makes its GPU work fail, wherever that copy is."
 )
+
+# Libraries TensorFlow refuses, or fails every call of, when the copy found first is older than its build's:
+# cuDNN ("Loaded runtime CuDNN library: 8.6.0 but source was compiled with: 8.9.4"), cuBLAS/cuBLASLt and the
+# CUDA runtime (missing symbols, CUBLAS_STATUS_NOT_INITIALIZED). Wherever that copy is found (LD_LIBRARY_PATH,
+# a conda env's lib on it, a system folder) it is a failure; the fix removes what shadows the right copy.
+REFUSED_WHEN_OLDER = frozenset({"libcudnn", "libcublas", "libcublasLt", "libcudart"})
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,7 @@ def _judge(
         )
         if later is not None:
             text += f" ({_version_text(later)} from {_place(later)} comes after it)"
-        (failures if needed.stem == "libcudnn" else warnings).append(text)
+        (failures if needed.stem in REFUSED_WHEN_OLDER else warnings).append(text)
         if winner.origin == "LD_LIBRARY_PATH":
             stale_dirs.append(_directory(winner))
         install = install or later is None

@@ -11,8 +11,20 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult
+from tfgpu_tui.env.targets import OLDEST_PYTHON_TEXT, too_old
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none"})
+# What an interpreter that is no environment is, by `facts.interpreter_kind`.
+NOT_AN_ENVIRONMENT = {
+    "system": "the system Python",
+    "pyenv": "a pyenv-built Python's own interpreter",
+    "installation": "a Python installation's own interpreter",
+}
+NEW_VENV = (
+    "Make a venv from a Python {oldest} or newer and train in it: `python3.12 -m venv ~/venvs/tf && "
+    "~/venvs/tf/bin/python -m pip install 'tensorflow[and-cuda]'`, then `tfgpu-tui --python "
+    "~/venvs/tf/bin/python`."
+)
 
 
 @check("driver", "NVIDIA driver", order=10)
@@ -88,13 +100,15 @@ def check_python_env(facts: EnvFacts, inspection: InspectionResult | None) -> Ve
             Status.FAILURE,
             interpreter.error,
             "Every TensorFlow check runs in this interpreter.",
-            "Pass the interpreter of your training environment: `tfgpu-tui --python ~/venv/bin/python`.",
+            NEW_VENV.format(oldest=OLDEST_PYTHON_TEXT)
+            if too_old(interpreter.version)
+            else "Pass the interpreter of your training environment: `tfgpu-tui --python ~/venv/bin/python`.",
         )
     where = f"Python {interpreter.version} at {interpreter.executable}"
-    if interpreter.kind == "system":
+    if interpreter.kind in NOT_AN_ENVIRONMENT:
         return Verdict(
             Status.WARNING,
-            f"{where} is the system Python (no venv or conda env).",
+            f"{where} is {NOT_AN_ENVIRONMENT[interpreter.kind]} (no venv or conda env).",
             why,
             "python3 -m venv ~/venvs/tf && . ~/venvs/tf/bin/activate && pip install 'tensorflow[and-cuda]'",
         )

@@ -18,12 +18,15 @@ from tfgpu_tui.env.check_base import (
 from tfgpu_tui.env.facts import EnvFacts
 from tfgpu_tui.env.findings import Status
 from tfgpu_tui.env.inspection_data import InspectionResult, TfImport
+from tfgpu_tui.env.targets import too_old
 
 
 @check("tensorflow", "TensorFlow installed", order=50, needs_inspection=True)
 def check_tensorflow(facts: EnvFacts, inspection: InspectionResult | None) -> Verdict:
     why = "Everything else depends on TensorFlow importing in the interpreter you train with."
     assert inspection is not None
+    if too_old(facts.interpreter.version):  # “Python environment” says so and what to do: nothing to install
+        return Verdict(Status.SKIPPED, "The interpreter is too old (see “Python environment”).", why)
     if not inspection.ok:
         return _inspection_failure(facts, inspection)
     tf = inspection.data.tensorflow or TfImport()

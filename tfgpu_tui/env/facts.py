@@ -18,7 +18,7 @@ from typing import Any
 
 from tfgpu_tui.env.library_versions import read_library_version
 from tfgpu_tui.env.nvml_facts import NvmlFacts, read_nvml_facts
-from tfgpu_tui.env.targets import Candidate, ask_version
+from tfgpu_tui.env.targets import Candidate, ask_version, too_old, too_old_text
 from tfgpu_tui.proc.spawn import run_child
 
 # Libraries TensorFlow's GPU support loads (the stem before ".so").
@@ -255,13 +255,22 @@ def ld_library_path_libraries(value: str) -> list[LibraryFile]:
     return found
 
 
+PYENV_VERSIONS = re.compile(r"/\.?pyenv/versions/[^/]+$")
+SYSTEM_PREFIXES = ("/usr", "/usr/local", "/")
+
+
 def interpreter_kind(data: dict[str, Any]) -> str:
-    """venv, conda or system, from the interpreter's own prefixes."""
+    """What the interpreter is, from its own prefixes: venv, conda, pyenv (a version pyenv built), system
+    (the operating system's, in /usr or /usr/local), or installation (any other Python's own interpreter:
+    a python.org build in /opt, a Homebrew or uv Python)."""
     if data.get("conda"):
         return "conda"
     if data.get("real_prefix") or data.get("prefix") != data.get("base_prefix"):
         return "venv"
-    return "system"
+    prefix = str(data.get("prefix") or "").rstrip("/") or "/"
+    if PYENV_VERSIONS.search(prefix):
+        return "pyenv"
+    return "system" if prefix in SYSTEM_PREFIXES else "installation"
 
 
 def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> InterpreterFacts:
@@ -284,9 +293,11 @@ def interpreter_facts(python: str, timeout: float = CHILD_TIMEOUT_SECONDS) -> In
             return InterpreterFacts(python, error=f"{python} {asked.error}.", version=asked.python_version)
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         return InterpreterFacts(python, error=f"{python} is not a working Python 3 interpreter ({last}).")
+    version = data.get("version")
     return InterpreterFacts(
         python=python,
-        version=data.get("version"),
+        error=f"{python} {too_old_text(version)}." if too_old(version) else "",
+        version=version,
         executable=data.get("executable"),
         prefix=data.get("prefix"),
         kind=interpreter_kind(data),

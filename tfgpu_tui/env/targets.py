@@ -43,7 +43,29 @@ ON_PATH, OWN, FOUND = "path", "own", "found"
 ACTIVATED = (VENV, CONDA)  # what an activated environment gives; conda's auto-activated base is not one
 FALLBACK = (CONDA_BASE, ON_PATH, OWN)
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
-OLDEST_PYTHON = (3, 8)  # the oldest Python the checks run in (importlib.metadata; TF 2.13's lowest)
+# The oldest Python a target may be, for the checks, the probe and the Batch probe tab alike: the oldest any
+# TensorFlow release with the `[and-cuda]` extra (2.14 onwards, the releases the fixes install) has wheels for
+# (tfgpu_tui/data/tf_build_matrix.csv: 2.14-2.20 support 3.9, 2.21 3.10; 2.13, the last for 3.8, predates the
+# extra). Below it no fix installs a GPU TensorFlow, and the probe's trial worker uses 3.9 syntax. The
+# dashboard's own interpreter is another matter: it needs 3.10 (pyproject's requires-python).
+OLDEST_PYTHON = (3, 9)
+OLDEST_PYTHON_TEXT = ".".join(map(str, OLDEST_PYTHON))
+
+
+def too_old(python_version: str | None) -> bool:
+    """Whether a "3.6.15" version is older than OLDEST_PYTHON (an unknown one is not)."""
+    numbers = _version_numbers(python_version or "")
+    return numbers is not None and numbers < OLDEST_PYTHON
+
+
+def too_old_text(python_version: str) -> str:
+    """Why a target of `python_version` is refused, in the words every surface uses."""
+    return (
+        f"is Python {python_version}, too old: the checks and the probe need Python {OLDEST_PYTHON_TEXT} "
+        "or newer (the oldest TensorFlow 2.14+ supports)"
+    )
+
+
 # Prints the interpreter's version, then its TensorFlow's (or "-"); Python 2.7 syntax too, so that an old
 # interpreter is named as too old rather than as not working.
 VERSION_SCRIPT = (
@@ -193,10 +215,21 @@ def environment_prefixes(home: str, environ: Mapping[str, str]) -> list[tuple[st
 
 
 def _subdirs(*parts: str) -> list[str]:
-    """The directories matching a glob pattern, in name order, links after real ones (so that a link to
-    an environment found already is the duplicate)."""
+    """The directories matching a glob pattern, in name order (numbers as numbers), links after real ones (so
+    that a link to an environment found already is the duplicate)."""
     found = [path for path in glob.glob(os.path.join(*parts)) if os.path.isdir(path)]
-    return sorted(found, key=lambda path: (os.path.islink(path), path))
+    return sorted(found, key=lambda path: (os.path.islink(path), natural_key(path)))
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers in `text` as numbers: pyenv's 3.9.18 before 3.10.13."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+
+
+def picker_order(candidates: list[Candidate]) -> list[Candidate]:
+    """The picker's order: interpreters with TensorFlow first, then those without, then those that cannot
+    be used; within each, the order they were found in (the chosen rule's, then versions as versions)."""
+    return sorted(candidates, key=lambda c: (not c.tf_version, bool(c.error)))
 
 
 def python_processes(
@@ -250,9 +283,8 @@ def ask_version(candidate: Candidate, timeout: float = ASK_TIMEOUT_SECONDS) -> C
     if numbers is None:
         return replace(candidate, error="is not a working Python interpreter")
     asked = replace(candidate, python_version=lines[0])
-    if numbers < OLDEST_PYTHON:
-        oldest = ".".join(map(str, OLDEST_PYTHON))
-        return replace(asked, error=f"is Python {lines[0]}, too old to be supported ({oldest} or newer)")
+    if too_old(lines[0]):
+        return replace(asked, error=too_old_text(lines[0]))
     if done.returncode != 0 or len(lines) < 2:
         return replace(asked, error="is not a working Python interpreter")
     return replace(asked, tf_version=None if lines[-1] == "-" else lines[-1][:40])

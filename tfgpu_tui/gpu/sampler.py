@@ -19,6 +19,7 @@ from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.model import Attribution, Diagnosis, HostState, NvmlUnavailable, ProcessRow, Snapshot
 from tfgpu_tui.gpu.source import GpuReading, GpuSource, ProcessHost, SignalResult
 from tfgpu_tui.probe.record import RecordReader
+from tfgpu_tui.serve.policy import signal_refusal
 from tfgpu_tui.settings import Settings
 
 CONFIRM_SAMPLES = 3
@@ -232,8 +233,9 @@ class Sampler:
     # -- kill -----------------------------------------------------------------------------------------------
     def kill_refusal(self, row: ProcessRow) -> str | None:
         """Why this process may not be signalled, or None when it may."""
-        if self.settings.readonly:
-            return "Read-only mode (--readonly): no signals are sent"
+        refusal = signal_refusal(self.settings)  # --readonly, or least privilege without --allow-kill
+        if refusal is not None:
+            return refusal
         if not row.local:
             return UNRESOLVED_REFUSALS[HostState.OTHER_NAMESPACE].format(pid=row.nvml_pid) + (
                 " (which of this GPU's entries are this container's is not known)"

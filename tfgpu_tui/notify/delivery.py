@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tfgpu_tui.notify.destinations import Destination, quiet_apprise
 from tfgpu_tui.notify.events import Event
+from tfgpu_tui.notify.failure import UNKNOWN, apprise_messages
 
 BACKOFF_SECONDS = (5.0, 15.0, 60.0, 300.0, 900.0)  # waits before each retry; then the message is dropped
 MAX_PENDING = 500  # messages waiting; beyond that the oldest are dropped (and said so once)
@@ -116,10 +117,11 @@ class Delivery:
 
     def _run(self) -> None:
         while (item := self._next()) is not None:
-            ok = self._senders[item.destination](item.title, item.body)
-            self._after(item, ok)
+            with apprise_messages() as why:
+                ok = self._senders[item.destination](item.title, item.body)
+                self._after(item, ok, "" if ok else why())
 
-    def _after(self, item: Pending, ok: bool) -> None:
+    def _after(self, item: Pending, ok: bool, why: str = UNKNOWN) -> None:
         shown = self.destinations[item.destination].shown
         if ok:
             self.delivered += 1
@@ -129,10 +131,7 @@ class Delivery:
             return
         if not self._failing[item.destination]:
             self._failing[item.destination] = True
-            self.report(
-                f"delivery to {shown} failed (the service refused the message or could not be reached); "
-                "retrying with backoff, the watch goes on"
-            )
+            self.report(f"delivery to {shown} failed ({why}); retrying with backoff, the watch goes on")
         if item.attempt < len(self.backoff):
             item.due = time.monotonic() + self.backoff[item.attempt]
             item.attempt += 1

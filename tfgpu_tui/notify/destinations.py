@@ -1,8 +1,8 @@
 """Where notify sends: Apprise URLs from --to, --to-file, `$TFGPU_TUI_NOTIFY` and the settings file.
 
 A URL carries tokens and passwords, so it is never printed: everywhere it is shown as `shown(url)`, its
-scheme and host, and the host only when it is a machine's name or address (for Telegram, Slack, Discord,
-DingTalk... the "host" part is the token itself).
+scheme, host and port, and the path segments that cannot be secrets; the host only when it is a machine's
+name or address (for Telegram, Slack, Discord, DingTalk... the "host" part is the token itself).
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ MAX_URLS = 32
 SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,31})://")
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+$")
 HIDDEN = "(token hidden)"
+PATH_SCHEMES = frozenset(
+    {"json", "xml", "form"}
+)  # (and their https forms) webhooks whose path is an endpoint
+PLAIN_SEGMENT = re.compile(r"^[A-Za-z_-]{1,24}$")
 
 
 class DestinationError(ValueError):
@@ -59,16 +63,32 @@ def _is_machine(host: str) -> bool:
 
 
 def shown(url: str) -> str:
-    """`scheme://host` for messages: no user, password, port, path or query; the host itself hidden when it
-    is not a machine's name or address (a token)."""
+    """`scheme://host:port/path` for messages, with no user, password, query or fragment; a path segment
+    only for the generic webhooks (json://, xml://, form://) and only where it cannot be a secret (letters
+    alone, at most 24 of them: ``/hook`` yes, ``/s3cr3t-T0KEN`` no, shown as ``…``); the host itself hidden
+    when it is not a machine's name or address (a token), and then the port and path too."""
     match = SCHEME.match(url)
     if match is None:
         return "a URL without a scheme://"
+    scheme = match.group(1).lower()
     rest = url[match.end() :]
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    host = authority.rpartition("@")[2]
-    host = host.split("]", 1)[0] + "]" if host.startswith("[") else host.split(":", 1)[0]
-    return f"{match.group(1).lower()}://{host if _is_machine(host) else HIDDEN}"
+    host, port = _host_and_port(authority.rpartition("@")[2])
+    if not _is_machine(host):
+        return f"{scheme}://{HIDDEN}"
+    path = re.split(r"[?#]", rest[len(authority) :], maxsplit=1)[0]
+    segments = [part for part in path.split("/") if part] if scheme.rstrip("s") in PATH_SCHEMES else []
+    shown_path = "".join("/" + (part if PLAIN_SEGMENT.match(part) else "…") for part in segments)
+    return f"{scheme}://{host}{':' + port if port.isdigit() else ''}{shown_path}"
+
+
+def _host_and_port(hostport: str) -> tuple[str, str]:
+    """("host", "port") of "host:port" or "[v6]:port" ("" where there is no port)."""
+    if hostport.startswith("["):
+        host, _, after = hostport.partition("]")
+        return host + "]", after.removeprefix(":")
+    host, _, port = hostport.partition(":")
+    return host, port
 
 
 def split_urls(text: str) -> list[str]:

@@ -4,9 +4,9 @@ what is wrong, with the way out (another ``--python``, or the install line for t
 from __future__ import annotations
 
 from tfgpu_tui.env import compat, fixes
-from tfgpu_tui.env.targets import Candidate, ask_version
+from tfgpu_tui.env.targets import OLDEST_PYTHON_TEXT, Candidate, ask_version
 
-PROBE_OLDEST_PYTHON = (3, 9)  # the trial worker's own syntax
+ANOTHER = f"a Python {OLDEST_PYTHON_TEXT} or newer that has TensorFlow"
 
 
 def install_line(python: str, python_version: str | None) -> str:
@@ -19,14 +19,12 @@ def install_line(python: str, python_version: str | None) -> str:
 
 
 def interpreter_problem(python: str, why: str) -> str | None:
-    """Why `python` (chosen because `why`) cannot run the probe, in one line with its fix; None if it can."""
+    """Why `python` (chosen because `why`) cannot run the probe (missing, broken, older than
+    ``targets.OLDEST_PYTHON``, no TensorFlow), in one line with its fix; None if it can."""
     asked = ask_version(Candidate(python, why))
     if asked.error:
-        return f"{python} ({why}) {asked.error}; pass --python with a Python 3.10+ that has TensorFlow."
+        return f"{python} ({why}) {asked.error}; pass --python with {ANOTHER}."
     version = asked.python_version or ""
-    if (compat.major_minor(version) or (0, 0)) < PROBE_OLDEST_PYTHON:
-        oldest = ".".join(map(str, PROBE_OLDEST_PYTHON))
-        return f"{python} ({why}) is Python {version}, too old for the probe ({oldest} or newer)."
     if asked.tf_version is None:
         return (
             f"TensorFlow is not installed in {python} (Python {version}, {why}): install it with "

@@ -56,6 +56,23 @@ def policy_from_settings(settings: Settings) -> AccessPolicy:
     return AccessPolicy(not settings.readonly, True, None if root is None else real_path(root), True)
 
 
+READONLY_REFUSAL = "Read-only mode (--readonly): no signals are sent"
+LEAST_PRIVILEGE_KILL_REFUSAL = (
+    "This session has least privilege and sends no signals: the server's `tfgpu-tui serve --allow-kill` "
+    "(or `--allow-kill` beside `--least-privilege`) allows it"
+)
+
+
+def signal_refusal(settings: Settings) -> str | None:
+    """Why this session may send no signal at all, naming the option that decides (the user's --readonly,
+    else least privilege without --allow-kill); None when it may."""
+    if settings.readonly:
+        return READONLY_REFUSAL
+    if settings.least_privilege and not settings.allow_kill:
+        return LEAST_PRIVILEGE_KILL_REFUSAL
+    return None
+
+
 def real_path(path: Path | str) -> Path:
     """`path` absolute, `~` expanded and symlinks resolved (never raises; a loop is left as it is)."""
     return Path(os.path.realpath(os.path.expanduser(path)))

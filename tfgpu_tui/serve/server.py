@@ -68,8 +68,11 @@ class DashboardServer:
         public_url: str | None = None,
         token: Token | None = None,
         max_sessions: int = 3,
+        note: str = "",
     ) -> None:
+        """`note`: said at the end of each start-up line (the demo's SIMULATED mark)."""
         self.command = list(command)
+        self.note = note
         self.host = host
         self.port = port
         self.public_url = public_url
@@ -219,10 +222,12 @@ class DashboardServer:
         base = (self.public_url or f"http://{host}:{self.port}").rstrip("/")
         token = self.guard.token
         if token.generated:
-            print(f"tfgpu-tui: open {base}/?token={token.value}", flush=True)
+            print(f"tfgpu-tui: open {base}/?token={token.value}{self.note}", flush=True)
         else:
-            print(f"tfgpu-tui: open {base}/?token=<the token from {token.source}>", flush=True)
-        print(f"tfgpu-tui: at most {self.max_sessions} sessions; Ctrl+C stops the server", flush=True)
+            print(f"tfgpu-tui: open {base}/?token=<the token from {token.source}>{self.note}", flush=True)
+        print(
+            f"tfgpu-tui: at most {self.max_sessions} sessions; Ctrl+C stops the server{self.note}", flush=True
+        )
 
 
 def _whole(text: str | None, default: int) -> int:

@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Static
 
 from tfgpu_tui.alerts import Alert, AlertKind, Severity
 from tfgpu_tui.probe.budget import Budget, default_budget, gpu_devices
+from tfgpu_tui.probe.interpreter import interpreter_problem
 from tfgpu_tui.probe.pipeline_request import PipelineRequest
 from tfgpu_tui.probe.pipeline_result import PipelineResult
 from tfgpu_tui.probe.pipeline_runner import PipelineRunner
@@ -147,7 +148,7 @@ class BatchProbeTab(DashboardTab):
         yield ProbeForm(budget, id="probe-form")
         yield Static(id="probe-status")
         with Horizontal(id="probe-body"):
-            yield TrialsTable(id="probe-trials")
+            yield TrialsTable(id="probe-trials", with_rule=not self.settings.demo)  # demo: no model facts
             yield ProbePlot(id="probe-plot")
             yield Static(PLOT_NOTE, id="probe-plot-note")
         with Horizontal(id="probe-results"):
@@ -171,6 +172,10 @@ class BatchProbeTab(DashboardTab):
         for runner in (self.runner, self.pipeline_runner):
             if runner is not None:
                 runner.cancel()
+
+    def offers(self, action: str) -> bool:
+        """`esc` cancels a probe: offered while one runs."""
+        return action != "cancel" or self.running
 
     def focus_default(self) -> None:
         """Focus the Start button: Enter starts, and the number keys still switch tabs (a text field would
@@ -244,7 +249,7 @@ class BatchProbeTab(DashboardTab):
         self.trials = []
         self.result = None
         self.comparison = None
-        self.query_one(TrialsTable).reset()
+        self.query_one(TrialsTable).reset(with_rule=self.simulated is None)  # simulated: no model facts
         self.query_one("#probe-summary", Static).update("Running...")
         self.query_one("#probe-comparison", Static).display = False
         self.post_message(AlertsChanged(self.TAB_ID, []))
@@ -331,6 +336,10 @@ class BatchProbeTab(DashboardTab):
         process) and report back."""
         if not request.python:
             request = runner.request = replace(request, python=self.shared.current().python)
+        problem = None if self.simulated else interpreter_problem(request.python, self._python_why(request))
+        if problem is not None:  # as `probe` refuses: before the first trial, with the way out
+            self.post_message(ProbeFinished(None, problem))
+            return
         if not request.budget_mb:
             budget = self.default_budget(request.device)
             if budget.mb is None:
@@ -375,6 +384,11 @@ class BatchProbeTab(DashboardTab):
         with contextlib.suppress(OSError):
             save_record(record)
 
+    def _python_why(self, request: ProbeRequest) -> str:
+        """Why the trials use `request.python`, in a few words (as `probe` says it)."""
+        target = self.shared.target
+        return target.why if target is not None and target.python == request.python else "picked"
+
     def action_cancel(self) -> None:
         """Stop the probe now; the running trial's (or the pipeline probe's) process is ended."""
         if self.running:
@@ -401,6 +415,7 @@ class BatchProbeTab(DashboardTab):
 
     def _set_running(self, running: bool) -> None:
         self.query_one(ProbeForm).running = running
+        self.refresh_bindings()  # `esc` cancels only while a probe runs
 
     def on_probe_started(self, message: ProbeStarted) -> None:
         self.request = message.request

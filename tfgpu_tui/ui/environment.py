@@ -48,6 +48,7 @@ ALERT_SEVERITY = {Status.FAILURE: Severity.CRITICAL, Status.WARNING: Severity.WA
 CHECK_COLUMN_SHARE = 0.45  # of the table's width at most; the Found column gets the rest
 MIN_FOUND_CHARS = 16
 FOUND_ENOUGH_CHARS = 60  # in a wide list, width beyond this goes to the Check column first
+WIDE_FROM = 140  # columns from which the list takes 3/5 of the width (the detail 2/5)
 
 
 @dataclass
@@ -72,6 +73,15 @@ def column_widths(table_width: int, titles: list[str]) -> tuple[int, int]:
     check = min(max((len(title) for title in titles), default=5), room)
     check = max(check, 5)
     return check, max(free - check, MIN_FOUND_CHARS)
+
+
+def first_problem(report: EnvReport) -> str | None:
+    """The id of the first failure, else of the first warning, else None: where the list opens."""
+    for status in (Status.FAILURE, Status.WARNING):
+        found = next((finding.id for finding in report.findings if finding.status is status), None)
+        if found is not None:
+            return found
+    return None
 
 
 def alerts_from_report(report: EnvReport) -> list[Alert]:
@@ -131,6 +141,9 @@ class EnvironmentTab(DashboardTab):
     EnvironmentTab.-narrow FindingDetail {
         width: 1fr; height: 1fr; min-height: 6; border-left: none; border-top: solid $primary-darken-2;
     }
+    /* From 140 columns (-wide) the list takes 3/5: its Found column is what is read first */
+    EnvironmentTab.-wide #env-findings { width: 3fr; }
+    EnvironmentTab.-wide FindingDetail { width: 2fr; }
     /* The fix: full width under the list and the detail, so its rows hold nothing else (a mouse copy runs) */
     EnvironmentTab #env-fix-pane { height: auto; max-height: 50%; border-top: solid $primary-darken-2; }
     """
@@ -159,6 +172,7 @@ class EnvironmentTab(DashboardTab):
         self._widths: tuple[int, int] = (0, 0)
         self.target: Target | None = None  # the interpreter checked, and why
         self._choosing = False  # the check's worker is choosing the interpreter (it checks what it gets)
+        self._opened = False  # the first complete report has put the cursor on the first problem
 
     def compose(self) -> ComposeResult:
         yield Static("The environment check starts when this tab is shown.", id="env-status")
@@ -166,6 +180,11 @@ class EnvironmentTab(DashboardTab):
             yield FindingsTable(id="env-findings", cursor_type="row", zebra_stripes=True)
             yield FindingDetail(id="env-detail-pane")
         yield FixPane(id="env-fix-pane")
+
+    def apply_size_classes(self) -> None:
+        """The base classes, and ``-wide`` from WIDE_FROM columns (the list takes more of the width)."""
+        super().apply_size_classes()
+        self.set_class(self.app.size.width >= WIDE_FROM, "-wide")
 
     def on_mount(self) -> None:
         self._spinner = self.set_interval(0.1, self._tick, pause=True)  # runs only while a check runs
@@ -277,6 +296,10 @@ class EnvironmentTab(DashboardTab):
             )
         ids = [finding.id for finding in report.findings]
         wanted = self._reveal_id or (selected.id if selected is not None else None)
+        if report.complete and not self._opened:
+            self._opened = True  # once: later the cursor stays where the user put it
+            if not self._reveal_id and table.cursor_row <= 0:
+                wanted = first_problem(report) or wanted
         if wanted in ids:
             row = ids.index(wanted)
             table.move_cursor(row=row)

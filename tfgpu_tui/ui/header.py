@@ -8,6 +8,7 @@ every source come from the app.
 
 from __future__ import annotations
 
+import re
 import socket
 
 from rich.text import Text
@@ -31,6 +32,16 @@ _SEVERITY_CLASS = {
     Severity.WARNING: "status-header--warning",
     Severity.CRITICAL: "status-header--critical",
 }
+
+
+PID_SUBJECT = re.compile(r"^.*?\bPID \d+")
+
+
+def essential(title: str) -> str:
+    """What an alert's short title cannot lose: up to its "PID N" (the program after it may go); "" for a
+    title about no process."""
+    match = PID_SUBJECT.match(title)
+    return match.group(0) if match else ""
 
 
 class StatusHeader(Static):
@@ -133,7 +144,8 @@ class StatusHeader(Static):
             alert.append(f" {title}{more} ")
         python = ""
         forms = interpreter.interpreter_forms(self.interpreter) if self.interpreter else []
-        keep = alert.cell_len if self.alert is None else min(len(title), ALERT_TITLE_ROOM) + len(more) + 2
+        least = max(ALERT_TITLE_ROOM, len(essential(title)))  # a title is never cut inside "PID N"
+        keep = alert.cell_len if self.alert is None else min(len(title), least) + len(more) + 2
         fitting = [form for form in forms if len(form) + 2 + keep <= room]
         if fitting:
             python = fitting[0]
@@ -145,6 +157,7 @@ class StatusHeader(Static):
             return python, alert, whole and len(python) + alert.cell_len <= room
         room -= len(python) + len(more) + 2
         if len(title) > room:
-            title, whole = whole_words(title, max(1, room)), False
+            cut, core = whole_words(title, max(1, room)), essential(title)
+            title, whole = (core if core and not cut.startswith(core) and len(core) <= room else cut), False
         style = self.get_component_rich_style(_SEVERITY_CLASS[self.alert.severity])
         return python, Text(f" {title}{more} ", style=style, no_wrap=True, overflow="ellipsis"), whole

@@ -12,7 +12,14 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from tfgpu_tui.env.interpreter_choice import InterpreterChoice
-from tfgpu_tui.env.targets import Candidate, Target, picker_candidates, resolve_target, with_versions
+from tfgpu_tui.env.targets import (
+    Candidate,
+    Target,
+    picker_candidates,
+    picker_order,
+    resolve_target,
+    with_versions,
+)
 from tfgpu_tui.proc.python_processes import tensorflow_processes
 from tfgpu_tui.settings import Settings
 
@@ -97,7 +104,7 @@ class SharedInterpreter:
         self._app.run_worker(self._find_and_offer, thread=True, group="picker", exit_on_error=False)
 
     def _find_and_offer(self) -> None:
-        candidates = with_versions(self.find_interpreters())
+        candidates = picker_order(with_versions(self.find_interpreters()))
         target = self.choice.target
         if target is not None and target.python not in [c.python for c in candidates]:
             candidates.append(Candidate(target.python, target.why))

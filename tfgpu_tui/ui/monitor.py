@@ -29,11 +29,12 @@ from tfgpu_tui.gpu.history import GpuHistory
 from tfgpu_tui.gpu.kill import KillOutcome, KillResult
 from tfgpu_tui.gpu.kill_requests import STARTING, KillRequests
 from tfgpu_tui.gpu.model import DeviceSample, ProcessRow, Snapshot
+from tfgpu_tui.serve.policy import signal_refusal
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
 from tfgpu_tui.ui.messages import OpenLog, ShowTab
 from tfgpu_tui.ui.tab_base import DashboardTab
-from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid
+from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel, alert_detail, alert_pid, short_title
 from tfgpu_tui.ui.widgets.gpu_compact import GpuCompactList, compact_line_count
 from tfgpu_tui.ui.widgets.gpu_format import set_level_colors
 from tfgpu_tui.ui.widgets.host_line import render_host_line
@@ -137,6 +138,9 @@ def no_gpu_text(snapshot: Snapshot) -> Text:
     return text
 
 
+NO_PROCESS = "The selected alert names no process: k acts on none (esc goes back to the processes)."
+
+
 class MonitorTab(DashboardTab):
     """Live GPUs, their processes and alerts; `k` kills the selected process after a confirmation."""
 
@@ -188,7 +192,9 @@ class MonitorTab(DashboardTab):
         yield Static(id="no-gpu")
         yield VerticalScroll(id="gpu-rows", can_focus=False)
         yield GpuCompactList(id="gpu-compact")
-        yield AlertsPanel(id="monitor-alerts")
+        alerts = AlertsPanel(id="monitor-alerts")
+        alerts.kill_offered = self.offers("kill")
+        yield alerts
         yield Static(id="alert-detail", markup=False)
         yield Static(id="process-caption")
         yield ProcessTable(id="process-table")
@@ -220,6 +226,11 @@ class MonitorTab(DashboardTab):
 
     def focus_default(self) -> None:
         self.query_one(ProcessTable).focus()
+
+    def offers(self, action: str) -> bool:
+        """`k` is not offered where this session sends no signals (--readonly, least privilege without
+        --allow-kill); pressing it says which option allows it."""
+        return action != "kill" or signal_refusal(self.settings) is None
 
     @property
     def compact(self) -> bool:
@@ -376,7 +387,20 @@ class MonitorTab(DashboardTab):
         self._show_selected(table.selected)
 
     def _show_selected(self, row: TableRow | None) -> None:
-        """The selected process's whole command line (the table may cut it), under the table."""
+        """The whole command line (the table may cut it) of the process `k` would act on, under the table:
+        the selected alert's while the alerts list has the focus, else the table's selected one."""
+        focused = self._focused_alert()
+        pid = alert_pid(focused) if focused is not None else None
+        if pid is not None:
+            row = self._listed(pid)
+            if row is None:
+                self._update_line(
+                    "#process-detail", Text(f"PID {pid} (the selected alert's) is no longer listed.")
+                )
+                return
+        elif focused is not None:
+            self._update_line("#process-detail", Text(NO_PROCESS))
+            return
         if row is None:
             self._update_line("#process-detail", "")
             return
@@ -387,15 +411,22 @@ class MonitorTab(DashboardTab):
             text.append(f"  ({process.command})")
         self._update_line("#process-detail", text)
 
+    def _listed(self, pid: int) -> TableRow | None:
+        """The table's row of local process `pid` (never another namespace's entry of the same number)."""
+        rows = self.query_one(ProcessTable).rows_shown
+        return next((row for row in rows if row.process.pid == pid and row.process.local), None)
+
     def on_process_table_highlighted(self, message: ProcessTable.Highlighted) -> None:
         self._show_selected(message.row)
 
     def on_alerts_panel_selected(self, message: AlertsPanel.Selected) -> None:
         detail = alert_detail(message.alert) if message.alert is not None else Text()
         self.query_one("#alert-detail", Static).update(detail)
+        self._show_selected(self.query_one(ProcessTable).selected)
 
     def on_descendant_focus(self) -> None:
         self._show_reading()
+        self._show_selected(self.query_one(ProcessTable).selected)
 
     def on_descendant_blur(self) -> None:
         self._show_reading()
@@ -455,27 +486,43 @@ class MonitorTab(DashboardTab):
         """Explain an alert: an efficiency diagnosis in a window of its own, else jump to the Environment
         finding behind it. The one selected in the alerts list, else the selected process's, else the
         first."""
-        from tfgpu_tui.ui.diagnosis_screen import DiagnosisScreen, is_diagnosis
+        from tfgpu_tui.ui.diagnosis_screen import is_diagnosis
 
         focused = self._focused_alert()
-        if focused is not None and is_diagnosis(focused):
-            self.app.push_screen(DiagnosisScreen(focused))
+        if focused is not None:
+            self._explain(focused)
             return
-        if focused is not None and focused.link:
-            self.post_message(ShowTab.from_link(focused.link))
-            return
-        every = self.snapshot.alerts if self.snapshot else []
-        alerts = [alert for alert in every if alert.link or is_diagnosis(alert)]
-        if not alerts:
-            self.notify("No alert here has an explanation.", severity="information")
-            return
+        alerts = self.snapshot.alerts if self.snapshot else []
         selected = self.query_one(ProcessTable).selected
         subject = f"PID {selected.process.pid}" if selected is not None else ""
-        alert = next((alert for alert in alerts if alert.subject == subject), alerts[0])
+        about = [alert for alert in alerts if subject and alert.subject == subject]
+        explained = [alert for alert in about or alerts if alert.link or is_diagnosis(alert)]
+        if not explained:
+            what = f"PID {selected.process.pid}'s alerts" if about and selected else "the alerts here"
+            self.notify(
+                f"Nothing to explain: no Environment finding or diagnosis is behind {what}; each alert's fix "
+                "is under it (a selects them).",
+                severity="information",
+            )
+            return
+        self._explain(explained[0])
+
+    def _explain(self, alert: Alert) -> None:
+        """An efficiency diagnosis in a window of its own, the Environment finding behind `alert`, or say
+        there is none."""
+        from tfgpu_tui.ui.diagnosis_screen import DiagnosisScreen, is_diagnosis
+
         if is_diagnosis(alert):
             self.app.push_screen(DiagnosisScreen(alert))
-        else:
+            return
+        if alert.link:
             self.post_message(ShowTab.from_link(alert.link))
+            return
+        self.notify(
+            f"Nothing to explain for “{short_title(alert)}”: no Environment finding is behind it; its fix is "
+            "shown under the list.",
+            severity="information",
+        )
 
     # --- log -----------------------------------------------------------------------------------------------
 
@@ -503,14 +550,15 @@ class MonitorTab(DashboardTab):
         table = self.query_one(ProcessTable)
         focused = self._focused_alert()
         pid = alert_pid(focused) if focused is not None else None
+        if focused is not None and pid is None:
+            self.notify(NO_PROCESS, severity="warning")
+            return
         if pid is not None:
-            # an alert's "PID N" is a local process: never another namespace's entry of the same number
-            shown = enumerate(table.rows_shown)
-            index = next((i for i, row in shown if row.process.pid == pid and row.process.local), None)
-            if index is None:
+            listed = self._listed(pid)  # a local process: never another namespace's entry of the same number
+            if listed is None:
                 self.notify(f"PID {pid} is no longer listed.", severity="warning")
                 return
-            table.move_cursor(index)
+            table.move_cursor(table.rows_shown.index(listed))
         selected = table.selected
         if selected is None:
             self.notify("Select a process in the table first.", severity="warning")

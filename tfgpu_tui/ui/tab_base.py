@@ -32,6 +32,11 @@ class DashboardTab(Vertical):
     def on_mount(self) -> None:
         self.apply_size_classes()  # before the first layout, so it is already the right one
 
+    def offers(self, action: str) -> bool:
+        """Whether the footer offers this action's key here (an action the session may not take is not
+        offered; its key still says why not). Everything by default."""
+        return True
+
     def release_files(self) -> None:
         """Remove what the tab wrote that would outlive the process (none by default)."""
 

@@ -136,7 +136,7 @@ class TrainingTab(DashboardTab):
         Binding("p", "pick_log", "Pick a job's log"),
         Binding("r", "reload", "Reload"),
         Binding("g", "toggle_plots", "Plots on/off"),
-        Binding("escape", "close_open", "Cancel", show=False),
+        Binding("escape", "close_open", "Close"),
     ]
 
     def __init__(self, settings) -> None:
@@ -380,6 +380,14 @@ class TrainingTab(DashboardTab):
         field.value = str(self.path)
         field.border_subtitle = "Enter: follow this file   Escape: cancel"
         self.call_after_refresh(field.focus)  # focusable only once displayed
+
+    def offers(self, action: str) -> bool:
+        """`esc` is offered while the path field or the list of logs is open (it closes them)."""
+        return action != "close_open" or self._open()
+
+    def _open(self) -> bool:
+        field = self.query_one("#training-path", Input)
+        return field.has_class("-open") or self.query_one("#training-pick").has_class("-open")
 
     def action_close_open(self) -> None:
         """Close the path field or the list of logs, back to the log being followed."""

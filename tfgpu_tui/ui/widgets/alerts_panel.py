@@ -85,17 +85,18 @@ def with_short_titles(alerts: list[Alert], processes: list[ProcessRow]) -> list[
     return filled
 
 
-def action_key(alert: Alert) -> str:
-    """The key that acts on the alert: `k` kills the process it names, `e` explains a linked finding."""
-    if alert.subject.startswith("PID ") and alert.kind in {
-        AlertKind.STALE_VRAM,
-        AlertKind.CPU_FALLBACK,
-        AlertKind.INPUT_STARVATION,
-    }:
-        return "k kill"
+KILLABLE_KINDS = frozenset({AlertKind.STALE_VRAM, AlertKind.CPU_FALLBACK, AlertKind.INPUT_STARVATION})
+
+
+def action_keys(alert: Alert, kill_offered: bool = True) -> list[str]:
+    """The keys that act on the alert: `k` kills the process it names (where this session may send signals),
+    `e` explains it where an Environment finding or an efficiency diagnosis is behind it."""
+    keys = []
+    if kill_offered and alert.subject.startswith("PID ") and alert.kind in KILLABLE_KINDS:
+        keys.append("k kill")
     if alert.link or alert.kind in DIAGNOSIS_KINDS:
-        return "e explain"
-    return ""
+        keys.append("e explain")
+    return keys
 
 
 def alert_pid(alert: Alert) -> int | None:
@@ -141,7 +142,7 @@ class AlertsPanel(RowList[Alert]):
     COMPONENT_CLASSES = {*_SEVERITY_LOOK.values(), "alerts-panel--key", CURSOR}
     BINDINGS = [
         *cursor_bindings(),
-        Binding("escape", "leave", "Back to the processes", show=False),
+        Binding("escape", "leave", "Back to processes"),
     ]
 
     @dataclass
@@ -153,6 +154,7 @@ class AlertsPanel(RowList[Alert]):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own parameter name
         super().__init__(id=id)
         self.alerts: list[Alert] = []  # as given
+        self.kill_offered = True  # whether `[k kill]` is offered (False where the session sends no signals)
 
     @property
     def ordered(self) -> list[Alert]:
@@ -195,7 +197,7 @@ class AlertsPanel(RowList[Alert]):
         self.post_message(self.Selected(self.selected))
 
     def render_row(self, row: Alert, width: int) -> list[Segment]:
-        key = action_key(row)
+        key = "][".join(action_keys(row, self.kill_offered))
         line = Text(no_wrap=True, overflow="ellipsis", end="")
         line.append(f" {_BADGE[row.severity]} ", style=self.cell_style(_SEVERITY_LOOK[row.severity]))
         line.append(" ")

@@ -46,6 +46,7 @@ KERNEL_HINTS = {
     KernelAction.RESTART: "memory freed, the notebook stays open",
 }
 CANCEL = "cancel"
+SIMULATED_TITLE = "SIMULATED (--demo): end simulated process {pid}? Nothing on this machine is signalled."
 
 
 def kill_plan(first: signal.Signals, grace_seconds: float) -> str:
@@ -132,10 +133,12 @@ class ConfirmKill(ModalScreen["KillChoice | None"]):
             self.kernel_note = (action_refusal(row, settings) if settings else None) or "no server to ask"
         self.choices: list[KillChoice] = [*kernel_actions, *KILL_SIGNALS]
         self.choice: KillChoice | None = None  # the highlighted line (None: Cancel)
+        self.simulated = settings is not None and settings.demo  # --demo: nothing real is ended
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-kill"):
-            yield Static(f"End process {self.row.pid}?", id="confirm-kill-title")
+            title = SIMULATED_TITLE if self.simulated else "End process {pid}?"
+            yield Static(title.format(pid=self.row.pid), id="confirm-kill-title")
             yield Static(self._summary(), id="confirm-kill-body", markup=False)
             options = [Option(choice_prompt(choice), id=choice_id(choice)) for choice in self.choices]
             yield OptionList(

@@ -90,5 +90,12 @@ class EpochTable(DataTable):
         return rows, widths
 
     def on_resize(self, event: events.Resize) -> None:
+        """Fit the columns to the new width, and keep the newest epoch in view (a table that shrinks, as
+        when `g` shows the plots, would keep its old scroll offset and show earlier epochs)."""
         if self.epochs:
-            self.call_after_refresh(self.show, self.epochs)
+            self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        self.show(self.epochs)
+        if self.row_count and self.cursor_row == self.row_count - 1:
+            self.scroll_end(animate=False, immediate=True)

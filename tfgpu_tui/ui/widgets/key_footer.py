@@ -15,6 +15,8 @@ from textual import events
 from textual.screen import Screen
 from textual.widget import Widget
 
+from tfgpu_tui.ui.tab_base import DashboardTab
+
 SEPARATOR = "  "
 KEEP_ACTIONS = frozenset({"help"})  # never left out
 
@@ -98,6 +100,8 @@ class KeyFooter(Widget):
         palette: FooterKey | None = None
         actions: set[str] = set()
         for node, binding, enabled, _ in self.screen.active_bindings.values():
+            if isinstance(node, DashboardTab) and not node.offers(binding.action):
+                continue
             footer_key = FooterKey(
                 binding.key.split(",")[0],
                 app.get_key_display(binding),

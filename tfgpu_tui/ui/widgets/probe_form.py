@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Container, Horizontal
 from textual.reactive import reactive
 from textual.widgets import Button, Checkbox, Input, Label, Select
@@ -19,8 +20,11 @@ from tfgpu_tui.probe.request import (
     ProbeRequestError,
     builtin_model_names,
 )
+from tfgpu_tui.ui.widgets.marked_checkbox import MarkedCheckbox
+from tfgpu_tui.ui.widgets.number_input import NumberInput
 
 MODEL_HINT = f"{builtin_model_names()}, a saved model.keras, or package.module:function"
+BUDGET_HINT = "MB the batch may use; empty: all the device's free memory (measured when the probe starts)"
 COMPARE_HINT = "probe in float32, then in mixed precision, and compare"
 PIPELINE_HINT = (
     "package.module:function returning your batched tf.data.Dataset (from the current directory or "
@@ -55,13 +59,15 @@ class ProbeForm(Container):
     ProbeForm Input, ProbeForm Select { margin-right: 2; }
     ProbeForm #probe-model { width: 30; }
     ProbeForm #probe-device { width: 16; margin-right: 0; }
-    ProbeForm #probe-budget { width: 10; }
+    ProbeForm #probe-budget { width: 12; }
     ProbeForm #probe-steps { width: 6; }
     ProbeForm #probe-max-batch { width: 8; margin-right: 0; }
     ProbeForm #probe-pipeline { width: 24; margin-right: 0; }
     ProbeForm Checkbox { margin-right: 2; }
     ProbeForm Button { min-width: 8; margin-right: 1; }
     """
+
+    BINDINGS = [Binding("escape", "leave_field", "Leave field")]
 
     running: reactive[bool] = reactive(False)
 
@@ -77,14 +83,21 @@ class ProbeForm(Container):
             yield Select([("CPU", "CPU")], value="CPU", allow_blank=False, id="probe-device", compact=True)
         with Horizontal(classes="form-group", id="probe-group-numbers"):
             yield Label("Budget MB")
-            yield Input(self.budget, placeholder="free", type="number", id="probe-budget", compact=True)
+            yield NumberInput(
+                self.budget,
+                placeholder="(all free)",
+                type="number",
+                id="probe-budget",
+                tooltip=BUDGET_HINT,
+                compact=True,
+            )
             yield Label("Steps")
-            yield Input(str(DEFAULT_STEPS), type="integer", id="probe-steps", compact=True)
+            yield NumberInput(str(DEFAULT_STEPS), type="integer", id="probe-steps", compact=True)
             yield Label("Max batch")
-            yield Input(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch", compact=True)
+            yield NumberInput(str(DEFAULT_MAX_BATCH), type="integer", id="probe-max-batch", compact=True)
         with Horizontal(classes="form-group", id="probe-group-run"):
-            yield Checkbox("Mixed precision", id="probe-mixed", compact=True)
-            yield Checkbox("fp32 vs mixed", id="probe-compare", tooltip=COMPARE_HINT, compact=True)
+            yield MarkedCheckbox("Mixed precision", id="probe-mixed", compact=True)
+            yield MarkedCheckbox("fp32 vs mixed", id="probe-compare", tooltip=COMPARE_HINT, compact=True)
             yield Button("Start", variant="primary", id="probe-start", compact=True)
             yield Button("Cancel", variant="error", id="probe-cancel", disabled=True, compact=True)
         with Horizontal(classes="form-group", id="probe-group-pipeline"):
@@ -92,6 +105,18 @@ class ProbeForm(Container):
             yield Input(
                 placeholder="module:function", id="probe-pipeline", tooltip=PIPELINE_HINT, compact=True
             )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`esc` leaves a text field or a closed list (elsewhere it goes on to the tab: cancel the probe)."""
+        if action == "leave_field":
+            return isinstance(self.screen.focused, Input | Select)
+        return True
+
+    def action_leave_field(self) -> None:
+        """Focus the button that can be pressed (Start, or Cancel while a probe runs): the number keys switch
+        tabs again, and `q` and `?` work."""
+        start = self.query_one("#probe-start", Button)
+        (start if not start.disabled else self.query_one("#probe-cancel", Button)).focus()
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self.fit_columns)

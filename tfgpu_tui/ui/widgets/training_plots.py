@@ -5,65 +5,25 @@ range."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
 
 from tfgpu_tui.training.run import EpochRecord
 from tfgpu_tui.training.text_format import format_value
+from tfgpu_tui.ui.widgets.plot_axes import MAX_TICKS, ROWS_PER_TICK, legend_title, nice_ticks, tick_labels
 
-TICK_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)  # tick spacings, times a power of ten (10 starts the next)
-MAX_TICKS = 5
-ROWS_PER_TICK = 2  # a y tick label every other row at most, so labels never touch
+# Each series its own marker, so the plots read without colour (NO_COLOR, a monochrome terminal); the legend
+# is in the title, where it covers no data (plotext draws its own legend over the top-left of the canvas).
+# loss is a fine curve (braille dots), val_loss an `x` at each epoch: where they meet, both still show.
+EPOCH_MARKERS = {"loss": "braille", "val_loss": "x"}
+EPOCH_LEGEND = {"loss": "⠒⠒", "val_loss": "x"}
 
 
 def finite_points(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
     """Drop nan/inf points (plotext cannot draw them)."""
     kept = [(x, y) for x, y in zip(xs, ys, strict=True) if math.isfinite(y)]
     return [x for x, _ in kept], [y for _, y in kept]
-
-
-def round_steps(raw: float) -> Iterator[float]:
-    """Round spacings (1, 2, 2.5 or 5 times a power of ten) from the one just below `raw` upwards."""
-    power = 10.0 ** math.floor(math.log10(raw))
-    while True:
-        yield from (m * power for m in TICK_STEPS[:-1])
-        power *= 10
-
-
-def span(low: float, high: float, step: float) -> tuple[float, int]:
-    """The first tick at or below `low` and how many intervals of `step` reach `high` from it."""
-    start = math.floor(low / step + 1e-9) * step
-    return start, max(1, math.ceil((high - start) / step - 1e-9))
-
-
-def nice_ticks(low: float, high: float, most: int = MAX_TICKS, integers: bool = False) -> list[float]:
-    """Evenly spaced round values from at or below `low` to at or above `high`, at most ``most + 1`` of them
-    (whole numbers when `integers`). A single value gets a small range around it."""
-    if high < low:
-        low, high = high, low
-    if high == low:
-        pad = 1.0 if integers else (abs(low) * 0.05 or 0.5)
-        low, high = low - pad, high + pad
-    most = max(most, 1)
-    for step in round_steps((high - low) / most):
-        if integers and step != int(step):
-            continue
-        start, count = span(low, high, step)
-        if count <= most:
-            return [round(start + index * step, 12) for index in range(count + 1)]
-    raise AssertionError("unreachable: the spacings grow without bound")
-
-
-def tick_labels(ticks: Sequence[float]) -> list[str]:
-    """The ticks with as many decimals as their spacing needs, all alike (``0.50 0.75 1.00``)."""
-    if len(ticks) < 2:
-        return [f"{t:g}" for t in ticks]
-    step = ticks[1] - ticks[0]
-    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
-    if round(step * 10**decimals, 6) % 1:
-        decimals += 1  # 2.5, 0.25 ...
-    return [f"{t:.{decimals}f}" for t in ticks]
 
 
 class _LossPlot(PlotextPlot):
@@ -90,22 +50,23 @@ class EpochLossPlot(_LossPlot):
         """Plot these epochs."""
         plt = self.plt
         plt.clear_figure()
-        plt.title("loss per epoch")
         values: list[float] = []
+        drawn: list[str] = []
         for name, color in (("loss", "cyan"), ("val_loss", "orange")):
             xs, ys = finite_points(
                 [e.epoch for e in epochs if name in e.metrics],
                 [e.metrics[name] for e in epochs if name in e.metrics],
             )
             if xs:
-                plt.plot(xs, ys, label=name, color=color, marker="braille")
+                draw = plt.plot if name == "loss" else plt.scatter  # the curve, then a mark at each epoch
+                draw(xs, ys, color=color, marker=EPOCH_MARKERS[name])  # the title is the legend
                 values += ys
+                drawn.append(f"{EPOCH_LEGEND[name]} {name}")
         self._y_axis(values)
         self.marked_epochs = changes = [e.epoch for e in epochs if e.lr_change is not None]
         for epoch in changes:
             plt.vline(epoch, "magenta")
-        if changes:
-            plt.title("loss per epoch (| learning rate changed)")
+        plt.title(legend_title("loss per epoch", drawn + (["| learning rate changed"] if changes else [])))
         if epochs:
             plt.xlabel("epoch")
             numbers = sorted({e.epoch for e in epochs})
@@ -135,7 +96,7 @@ class StepLossPlot(_LossPlot):
         else:
             plt.title(title)
         if len(xs) > 1:
-            plt.plot(xs, ys, label="loss", color="cyan", marker="braille")
+            plt.plot(xs, ys, color="cyan", marker=EPOCH_MARKERS["loss"])  # one series: the title names it
             plt.xlabel("step")
             self._y_axis(ys)
             ticks = nice_ticks(min(xs), max(xs), integers=True)

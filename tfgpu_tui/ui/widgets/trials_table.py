@@ -18,6 +18,7 @@ RESULT_STYLES = {
     TrialResult.TIMEOUT: f"bold {WARNING}",
 }
 NOTE = "note"  # the last column: the width the others leave
+RULE = "rule"
 RESULT_WIDTH = max(len(word) for word in ["running", *(result.value for result in TrialResult)])
 COLUMNS = (
     ("batch", "batch"),
@@ -52,14 +53,22 @@ def trial_note(trial: Trial) -> str:
 class TrialsTable(DataTable):
     """Rows keyed by the caller (``precision:batch``); rows still running when the probe ends are dropped."""
 
-    def __init__(self, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, id: str | None = None, with_rule: bool = True) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.done: set[str] = set()
         self.notes: dict[str, str] = {}  # each finished trial's whole note, by row key
+        self.with_rule = (
+            with_rule  # whether the "rule MB" column is shown (not where no trial has model facts)
+        )
 
     def on_mount(self) -> None:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """The columns, the rule of thumb's only where trials can have one (`with_rule`)."""
         for label, key in COLUMNS[:-1]:  # the result column as wide as its longest word: "running" is whole
-            self.add_column(label, key=key, width=RESULT_WIDTH if key == "result" else None)
+            if key != RULE or self.with_rule:
+                self.add_column(label, key=key, width=RESULT_WIDTH if key == "result" else None)
         self.add_column(NOTE, key=NOTE, width=len("note"))
 
     def on_resize(self) -> None:
@@ -81,15 +90,19 @@ class TrialsTable(DataTable):
         for key, note in self.notes.items():
             self.update_cell(key, NOTE, whole_words(note, room))
 
-    def reset(self) -> None:
-        """No rows."""
+    def reset(self, with_rule: bool = True) -> None:
+        """No rows; the "rule MB" column only `with_rule` (simulated trials have no model to estimate)."""
+        if with_rule != self.with_rule:
+            self.with_rule = with_rule
+            self.clear(columns=True)
+            self._add_columns()
         self.clear()
         self.done = set()
         self.notes = {}
 
     def started(self, key: str, batch_size: int, precision: str) -> None:
         """A trial began: its row, marked running, selected."""
-        cells = ["", "", "", "", ""]  # peak, rule, step, speed, note
+        cells = [""] * (len(self.ordered_columns) - 3)  # peak, (rule,) step, speed, note
         self.add_row(batch_size, precision, Content.styled("running", "italic"), *cells, key=key)
         self.move_cursor(row=self.row_count - 1)
 
@@ -97,7 +110,8 @@ class TrialsTable(DataTable):
         """A trial ended: its results in its row."""
         self.done.add(key)
         for column, value in trial_cells(trial).items():
-            self.update_cell(key, column, value, update_width=True)
+            if column != RULE or self.with_rule:
+                self.update_cell(key, column, value, update_width=True)
         self.notes[key] = trial_note(trial)
         self.fit_notes()  # the other columns may have grown
         self.update_cell(key, NOTE, whole_words(self.notes[key], self.ordered_columns[-1].width))
