@@ -17,6 +17,7 @@ from tfgpu_tui.ui.widgets.plot_axes import MAX_TICKS, ROWS_PER_TICK, legend_titl
 # is in the title, where it covers no data (plotext draws its own legend over the top-left of the canvas).
 # loss is a fine curve (braille dots), val_loss an `x` at each epoch: where they meet, both still show.
 EPOCH_MARKERS = {"loss": "braille", "val_loss": "x"}
+EDGE_ROOM = 0.03  # of the epoch axis's span, left free at each end
 EPOCH_LEGEND = {"loss": "⠒⠒", "val_loss": "x"}
 
 
@@ -73,6 +74,9 @@ class EpochLossPlot(_LossPlot):
             ticks = numbers if len(numbers) <= 12 else nice_ticks(numbers[0], numbers[-1], integers=True)
             if len(numbers) == 1:
                 plt.xlim(numbers[0] - 1, numbers[0] + 1)  # one epoch: in the middle, not on a made-up range
+            else:  # a little room at each end: the first and last epochs' marks stand clear of the frame
+                pad = (max(numbers[-1], ticks[-1]) - min(numbers[0], ticks[0])) * EDGE_ROOM
+                plt.xlim(min(numbers[0], ticks[0]) - pad, max(numbers[-1], ticks[-1]) + pad)
             plt.xticks(ticks, [f"{t:g}" for t in ticks])
         self.refresh()
 
