@@ -52,3 +52,19 @@ async def test_help_opens_at_the_current_tabs_keys_at_80x24(key: str, title: str
         assert title in str(screen.query_one("#help-title", Static).render())
         last = str(screen.query(".help-section").last(Static).render())
         assert "JupyterLab" in last and "Enter or click" in last
+
+
+@pytest.mark.parametrize(
+    ("settings", "offered"),
+    [
+        (Settings(demo=True), True),
+        (Settings(demo=True, readonly=True), False),
+        (Settings(demo=True, least_privilege=True), False),
+        (Settings(demo=True, least_privilege=True, allow_kill=True), True),
+    ],
+    ids=["may-signal", "readonly", "least-privilege", "allow-kill"],
+)
+def test_help_lists_k_only_where_this_session_may_send_signals(settings: Settings, offered: bool) -> None:
+    sections = TfgpuApp(settings).help_sections()
+    actions = {getattr(binding, "action", "") for _, bindings in sections for binding in bindings}
+    assert ("kill" in actions) is offered and "explain" in actions

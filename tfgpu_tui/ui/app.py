@@ -28,6 +28,7 @@ from tfgpu_tui.alerts import Alert, AlertKind, most_urgent, ordered
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.kill_requests import KillRequests
 from tfgpu_tui.gpu.model import Snapshot
+from tfgpu_tui.serve.policy import signal_refusal
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui import APP_STYLESHEET
 from tfgpu_tui.ui.feed_link import FeedUpdated, subscribe
@@ -355,12 +356,15 @@ class TfgpuApp(App[None]):
         self.push_screen(HelpScreen(self.help_sections(), current))
 
     def help_sections(self) -> list[tuple[str, list[BindingType]]]:
-        """What the help screen lists: the keys that work everywhere, then each tab's and its widgets'."""
+        """What the help screen lists: the keys that work everywhere, then each tab's and its widgets'; not
+        `k` where this session sends no signals (the footer and the alerts do not offer it either)."""
         everywhere = [*self.BINDINGS, PALETTE_HELP]
         sections: list[tuple[str, list[BindingType]]] = [("Everywhere", everywhere)]
         for spec in self._specs:
             sections += spec.help_sections()
-        return sections
+        if signal_refusal(self.settings) is None:
+            return sections
+        return [(title, [b for b in keys if getattr(b, "action", "") != "kill"]) for title, keys in sections]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette (ctrl+p) entries: Textual's own, a switch to each tab, and every tab action, each
