@@ -1,6 +1,6 @@
-"""The notifier: for each snapshot of the feed, read the followed logs, find the events that hold, and hand
-the new ones (sent once while they hold, per the ledger) to `on_event`. Runs in notify's main thread, never
-in the feed's."""
+"""The notifier: for each snapshot of the feed, read the followed logs (a round of their LogFeed), find the
+events that hold, and hand the new ones (sent once while they hold, per the ledger) to `on_event`. Runs in
+notify's main thread, never in the feed's."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.training.follow import FileEvent, FileState
+from tfgpu_tui.training.log_sources import LogWriter
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.readout import RunReadout, TrainingSnapshot
@@ -51,6 +52,30 @@ class LogState:
     problems: tuple[Problem, ...]
     events: tuple[FileEvent, ...] = ()
 
+    @classmethod
+    def judged(
+        cls,
+        path: Path,
+        run: TrainingSnapshot,
+        file_state: FileState,
+        idle_seconds: float,
+        around: OversightState,
+        backfill: tuple[int, int] | None = None,
+        events: tuple[FileEvent, ...] = (),
+    ) -> LogState:
+        """The state with its problems from `problems_of`."""
+        problems = problems_of(run, file_state, idle_seconds, around)
+        return cls(path, run, file_state, idle_seconds, backfill, around, problems, events)
+
+    @property
+    def writer(self) -> LogWriter | None:
+        """The process writing the log, when known."""
+        return self.around.writer
+
+    def problem(self, *ids: str) -> Problem | None:
+        """The first of its problems with one of these ids, None when none."""
+        return next((p for p in self.problems if p.id in ids), None)
+
     def as_dict(self) -> dict[str, object]:
         """The JSON of ``tfgpu-tui log --json``: the run's keys with these problems, ``writer``,
         ``checkpoints``."""
@@ -67,5 +92,4 @@ def state_of(watch: LogWatch, oversight: LogOversight, events: tuple[FileEvent, 
     run = watch.run.snapshot()
     idle = watch.idle_seconds()
     backfill = None if watch.backfill_done else (watch.backfill_offset, watch.backfill_end)
-    problems = problems_of(run, watch.state, idle, around)
-    return LogState(watch.path, run, watch.state, idle, backfill, around, problems, events)
+    return LogState.judged(watch.path, run, watch.state, idle, around, backfill, events)
