@@ -86,3 +86,14 @@ def test_a_log_beyond_the_bound_is_refused_and_the_others_followed(tmp_path: Pat
     [refused] = got[2].updates
     assert isinstance(refused, FollowFailed) and "at most 2 logs" in refused.reason
     feed.close()
+
+
+def test_reload_reads_a_rewritten_log_again_from_its_start(feed: LogFeed, tmp_path: Path):
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 1/2\n")
+    spec = LogSpec(log)
+    feed.follow(spec)
+    wait_for(lambda: (state := feed.latest(spec)) is not None and state.run.current.total_epochs == 2)
+    log.write_text("Epoch 1/3\n")  # the same size: following alone cannot tell it changed
+    feed.reload(spec)
+    wait_for(lambda: (state := feed.latest(spec)) is not None and state.run.current.total_epochs == 3)

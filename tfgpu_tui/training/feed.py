@@ -120,6 +120,7 @@ class LogFeed:
         self._subscriptions: list[LogSubscription] = []
         self._followed: dict[LogSpec, _Followed] = {}
         self._latest: dict[LogSpec, LogState] = {}
+        self._closing: list[_Followed] = []  # replaced by `reload`, closed by the next round
         self._stopped = False
         self._thread: threading.Thread | None = None
 
@@ -142,8 +143,9 @@ class LogFeed:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         with self._round, self._lock:
-            followed = list(self._followed.values())
+            followed = list(self._followed.values()) + self._closing
             self._followed.clear()
+            self._closing = []
         for log in followed:
             log.close()
 
@@ -162,6 +164,17 @@ class LogFeed:
             subscription.active = False
             if subscription in self._subscriptions:
                 self._subscriptions.remove(subscription)
+        self._wake.set()
+
+    def reload(self, spec: LogSpec) -> None:
+        """Read that log again from its start (a new follower) for all its subscribers."""
+        with self._lock:
+            old = self._followed.pop(spec, None)
+            if old is None:
+                return
+            self._closing.append(old)
+            self._followed[spec] = _Followed(spec)
+            self._latest.pop(spec, None)
         self._wake.set()
 
     def latest(self, spec: LogSpec) -> LogState | None:
@@ -204,7 +217,8 @@ class LogFeed:
         with self._lock:
             wanted = {s.spec for s in self._subscriptions}
             gone = [spec for spec in self._followed if spec not in wanted]
-            closed = [self._followed.pop(spec) for spec in gone]
+            closed = [self._followed.pop(spec) for spec in gone] + self._closing
+            self._closing = []
             for spec in gone:
                 self._latest.pop(spec, None)
             followed = list(self._followed.values())

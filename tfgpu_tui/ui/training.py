@@ -379,6 +379,8 @@ class TrainingTab(DashboardTab):
     def action_reload(self) -> None:
         """Read the file again from the start."""
         self.follow(self.path)
+        if self._subscription is not None and self.log_feed is not None:
+            self.log_feed.reload(self._subscription.spec)
 
     @on(Input.Submitted, "#training-path")
     def _path_submitted(self, event: Input.Submitted) -> None:
