@@ -90,7 +90,7 @@ class Exporter:
         self.top_processes = top_processes
         policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
         self.log_specs = [LogSpec(path, settings.checkpoints_dir, policy) for path in logs or []]
-        self.log_feed = LogFeed()  # its thread starts with `start`
+        self.log_feed = LogFeed(poll_seconds=settings.interval)  # its thread runs from `start`
         for spec in self.log_specs:
             self.log_feed.follow(spec)
         self.scrape_seconds: float | None = None  # the previous scrape's formatting time (set by the server)
