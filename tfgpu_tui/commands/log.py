@@ -33,6 +33,8 @@ from tfgpu_tui.training.text_format import (
     status_text,
 )
 
+MAX_WAITING_STATES = 64  # states not printed yet; beyond, the feed waits (stdout is stalled)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `log` subcommand."""
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tfgpu-tui log: {path} does not exist (use --follow to wait for it)", file=sys.stderr)
         return 2
     feed = LogFeed()
-    updates: queue.Queue[LogUpdate] = queue.Queue()
+    updates: queue.Queue[LogUpdate] = queue.Queue(maxsize=MAX_WAITING_STATES)
     feed.follow(log_spec(args, path), updates.put)
     try:
         if args.follow:
