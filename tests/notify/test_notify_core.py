@@ -16,12 +16,15 @@ from tfgpu_tui.gpu.model import DeviceSample, NvmlUnavailable, Snapshot
 from tfgpu_tui.notify.destinations import Destination, DestinationError, check, gather, known_schemes, shown
 from tfgpu_tui.notify.events import DEFAULT_EVENTS, Event, EventKind, parse_events
 from tfgpu_tui.notify.gpu_events import GpuEvents
-from tfgpu_tui.notify.logs import FollowedLog, LogSet
+from tfgpu_tui.notify.logs import LogSet
 from tfgpu_tui.notify.state import Ledger
 from tfgpu_tui.notify.status import clear_status, read_status, write_status
-from tfgpu_tui.notify.training_events import LogReading, TrainingEvents
+from tfgpu_tui.notify.training_events import TrainingEvents
 from tfgpu_tui.proc.log_writers import LogWriter
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.follow import FileState
+from tfgpu_tui.training.log_state import LogState
+from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.watch import LogWatch
 
 pytestmark = pytest.mark.e2e  # real child processes
@@ -37,13 +40,20 @@ NAN = f"Epoch 1/3\n{BAR} - loss: nan\nEpoch 2/3\n"
 HOST = "gpu-box"
 
 
-def reading(tmp_path: Path, text: str, idle: float = 0.0, writer: LogWriter | None = None) -> LogReading:
+def reading(
+    tmp_path: Path,
+    text: str,
+    idle: float = 0.0,
+    writer: LogWriter | None = None,
+    warning: str = "",
+) -> LogState:
     path = tmp_path / "train.log"
     path.write_text(text)
     watch = LogWatch(path)
     watch.read_all()
     watch.close()
-    return LogReading(path, watch.run.snapshot(), idle, writer)
+    around = OversightState(writer, None, 0, (tmp_path,), warning, True)
+    return LogState.judged(path, watch.run.snapshot(), FileState.OPEN, idle, around)
 
 
 def kinds(events: list[Event]) -> list[EventKind]:
@@ -84,8 +94,7 @@ def test_stalled_only_while_the_writer_lives_and_past_the_threshold(tmp_path: Pa
 
 
 def test_no_checkpoint_is_an_event_when_the_reader_warns(tmp_path: Path) -> None:
-    base = reading(tmp_path, RUNNING, writer=ALIVE)
-    warned = LogReading(base.path, base.run, 0.0, ALIVE, "5 epochs since the last checkpoint")
+    warned = reading(tmp_path, RUNNING, writer=ALIVE, warning="5 epochs since the last checkpoint")
     [event] = TrainingEvents(HOST, 600).evaluate(warned)
     assert event.kind is EventKind.NO_CHECKPOINT and "ModelCheckpoint" in event.fix
 
@@ -242,9 +251,10 @@ def test_a_log_that_rotates_is_said_once_and_followed(tmp_path: Path) -> None:
 def test_followed_log_reads_the_whole_file_before_judging(tmp_path: Path) -> None:
     path = tmp_path / "train.log"
     path.write_text("x" * 300_000 + "\n" + FINISHED)  # longer than the follower's first tail
-    log = FollowedLog(path, CheckpointPolicy())
-    assert log.read()[0].run.finish_reason() is not None
-    log.close()
+    logs = LogSet([path], CheckpointPolicy(), discover=lambda: [])
+    [state] = logs.read()[0]
+    assert state.run.finish_reason() is not None
+    logs.close()
 
 
 def test_the_status_file_names_schemes_and_goes_with_its_process(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 
 from tfgpu_tui.cli import main
-from tfgpu_tui.export.training_series import LogState, training_values
+from tfgpu_tui.export.training_series import training_values
+from tfgpu_tui.training.log_state import state_of
+from tfgpu_tui.training.oversight import LogOversight
 from tfgpu_tui.training.records import EndTimeSource
 from tfgpu_tui.training.watch import LogWatch
 
@@ -38,7 +40,7 @@ def test_a_crashed_run_keeps_no_eta_in_json_nor_in_the_exporter(tmp_path, capsys
     assert data["current"]["eta_seconds"] is None and data["training_eta_seconds"] is None
     assert data["runs"][0]["finish_reason"] == "exception"
     watch = read(log)
-    names = {name for name, _, _ in training_values(LogState(str(log), watch.run.snapshot(), 0.0))}
+    names = {name for name, _, _ in training_values(state_of(watch, LogOversight(log, find_writer=False)))}
     assert "tfgpu_training_epoch_eta_seconds" not in names and "tfgpu_training_eta_seconds" not in names
     watch.close()
 

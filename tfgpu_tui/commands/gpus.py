@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -23,6 +24,7 @@ CPU_WINDOW_SECONDS = 0.2  # a one-shot's CPU % covers at least this (20 clock ti
 DEFAULT_WINDOW_SECONDS = 2.0
 CONFIRM_STEP_SECONDS = 0.5
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
+WATCH_QUEUE = 4  # snapshots waiting to be printed with --watch
 TABLE_HEADER = (
     f"{'GPU':>4} {'PID':>8} {'USER':<10} {'GPU-MiB':>8} {'SM%':>4} {'CPU%':>5} {'HOST-MiB':>8} {'TIME':>8}  "
     "COMMAND"
@@ -209,13 +211,6 @@ def _wait(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _take(sampler: Sampler, first: bool) -> Snapshot:
-    if first:
-        sampler.sample()
-        _wait(CPU_WINDOW_SECONDS)
-    return sampler.sample()
-
-
 def needs_confirming(snapshot: Snapshot) -> bool:
     """Whether a reading is suspicious but not yet an alert: a GPU at 0 % while TensorFlow holds its memory,
     or TensorFlow on the CPU (both must last a moment before they mean anything)."""
@@ -262,7 +257,6 @@ def run(args: argparse.Namespace) -> int:
     """Print the report once, or until Ctrl-C with --watch; 1 when there is nothing to monitor."""
     # One-shot: the CPU window opens before the sampler and NVML load, so their loading is not waited for.
     baseline = None if args.watch else take_baseline()
-    from tfgpu_tui.gpu.report import snapshot_dict
     from tfgpu_tui.gpu.sampler import Sampler
 
     settings: Settings = settings_from_args(args)
@@ -277,34 +271,66 @@ def run(args: argparse.Namespace) -> int:
         # one-shot: Jupyter and the CPU scan answer inline
         host = HostInspector(background=args.watch, cpu_baseline=baseline)
     sampler = Sampler(settings, host=host)
+    if args.watch:
+        return watch(args, settings, sampler)
+    assert baseline is not None
     try:
-        first = True
-        while True:
-            if baseline is None:
-                snapshot, spent = _take(sampler, first), None
-            else:
-                snapshot, spent = _take_confirmed(sampler, window, baseline)
-            if args.json:
-                data = snapshot_dict(snapshot)
-                if spent is not None:
-                    data["sampled_seconds"] = round(spent, 2)
-                import json  # loaded after the CPU baseline, as everything else the report needs
-
-                text = json.dumps(data, indent=None if args.watch else 2)
-            else:
-                text = render(snapshot)
-                if sys.stdout.isatty():  # one line per row on a terminal; pipes get the full commands
-                    import shutil  # honours $COLUMNS
-
-                    width = shutil.get_terminal_size().columns
-                    text = "\n".join(line[:width] for line in text.split("\n"))
-                    text = (CLEAR_SCREEN if args.watch else "") + text
-            print(text, flush=True)
-            if snapshot.error is not None:
-                return 1
-            if not args.watch:
-                return 0
-            first = False
-            _wait(settings.interval)
+        snapshot, spent = _take_confirmed(sampler, window, baseline)
+        print(report_text(snapshot, args.json, spent), flush=True)
+        return 1 if snapshot.error is not None else 0
     finally:
         sampler.close()
+
+
+def report_text(snapshot: Snapshot, as_json: bool, spent: float | None = None) -> str:
+    """The report of one snapshot: JSON (one line with --watch, indented once), or the table; `spent`: the
+    one-shot's sampling seconds."""
+    if as_json:
+        import json  # loaded after the CPU baseline, as everything else the report needs
+
+        from tfgpu_tui.gpu.report import snapshot_dict
+
+        data = snapshot_dict(snapshot)
+        if spent is not None:
+            data["sampled_seconds"] = round(spent, 2)
+        return json.dumps(data, indent=None if spent is None else 2)
+    text = render(snapshot)
+    if sys.stdout.isatty():  # one line per row on a terminal; pipes get the full commands
+        import shutil  # honours $COLUMNS
+
+        width = shutil.get_terminal_size().columns
+        text = "\n".join(line[:width] for line in text.split("\n"))
+        text = (CLEAR_SCREEN if spent is None else "") + text
+    return text
+
+
+def watch(args: argparse.Namespace, settings: Settings, sampler: Sampler) -> int:
+    """--watch: print each snapshot of a SnapshotFeed (gpu/feed.py), one every --interval seconds, until
+    Ctrl-C; 1 once there is nothing to monitor. The feed's first snapshot only opens the CPU window: the
+    first printed is taken CPU_WINDOW_SECONDS later."""
+    import queue
+
+    from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
+
+    snapshots: queue.Queue[Snapshot] = queue.Queue(maxsize=WATCH_QUEUE)
+
+    def receive(update: FeedUpdate) -> None:
+        with contextlib.suppress(queue.Full):  # a stalled terminal skips snapshots rather than keep them
+            snapshots.put_nowait(update.snapshot)
+
+    feed = SnapshotFeed(settings, sampler=sampler)
+    feed.subscribe(receive, period=settings.interval)
+    feed.start()
+    try:
+        snapshot = snapshots.get()
+        if snapshot.error is None:
+            _wait(CPU_WINDOW_SECONDS)
+            feed.sample_soon()
+            snapshot = snapshots.get()
+        while True:
+            print(report_text(snapshot, args.json), flush=True)
+            if snapshot.error is not None:
+                return 1
+            snapshot = snapshots.get()
+    finally:
+        feed.close()  # it closes the Sampler

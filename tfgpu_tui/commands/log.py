@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
 import time
 from pathlib import Path
@@ -14,10 +15,13 @@ from tfgpu_tui.options import settings_from_args
 from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.encoding import binary_refusal
-from tfgpu_tui.training.oversight import LogOversight, OversightState
-from tfgpu_tui.training.problems import Problem, fixes_to_show
+from tfgpu_tui.training.feed import FollowFailed, LogFeed, LogSpec, LogUpdate
+from tfgpu_tui.training.follow import FileState
+from tfgpu_tui.training.log_state import LogState
+from tfgpu_tui.training.oversight import OversightState
+from tfgpu_tui.training.problems import fixes_to_show
 from tfgpu_tui.training.readout import RunReadout
-from tfgpu_tui.training.run import TrainingRun, format_seconds
+from tfgpu_tui.training.run import format_seconds
 from tfgpu_tui.training.text_format import (
     FINISH_WORDS,
     LR_COLUMN,
@@ -29,9 +33,8 @@ from tfgpu_tui.training.text_format import (
     metrics_text,
     status_text,
 )
-from tfgpu_tui.training.watch import LogWatch
 
-FOLLOW_POLL_SECONDS = 0.5
+MAX_WAITING_STATES = 64  # states not printed yet; beyond, the feed waits (stdout is stalled)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,51 +67,40 @@ def run(args: argparse.Namespace) -> int:
     if not args.follow and not path.exists():
         print(f"tfgpu-tui log: {path} does not exist (use --follow to wait for it)", file=sys.stderr)
         return 2
-    try:
-        watch = LogWatch(path)
-        watch.read_all()
-    except OSError as error:
-        print(f"tfgpu-tui log: cannot read {path}: {error.strerror or error}", file=sys.stderr)
-        return 2
-    oversight = make_oversight(args, path)
+    feed = LogFeed()
+    updates: queue.Queue[LogUpdate] = queue.Queue(maxsize=MAX_WAITING_STATES)
+    feed.follow(log_spec(args, path), updates.put)
     try:
         if args.follow:
-            return follow(watch, args.json, oversight)
-        around = oversight.update(watch)
-        if args.json:
-            print(json.dumps(report_dict(watch, around), indent=2))
+            feed.start()
         else:
-            print(summary_text(watch.run, path, around))
-        return exit_code(watch.run)
+            feed.refresh()
+        first = updates.get()
+        if isinstance(first, FollowFailed):
+            print(f"tfgpu-tui log: cannot read {path}: {first.reason}", file=sys.stderr)
+            return 2
+        if args.follow:
+            return follow(first, updates, args.json)
+        if args.json:
+            print(json.dumps(first.as_dict(), indent=2))
+        else:
+            print(summary_text(first))
+        return exit_code(first)
     finally:
-        watch.close()
+        feed.close()
 
 
-def make_oversight(args: argparse.Namespace, path: Path) -> LogOversight:
-    """Writer and checkpoint tracking with the user's settings (``--checkpoints``, the settings file)."""
+def log_spec(args: argparse.Namespace, path: Path) -> LogSpec:
+    """The whole log, with the user's checkpoint settings (``--checkpoints``, the settings file)."""
 
     settings = settings_from_args(args)
     policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
-    return LogOversight(path, settings.checkpoints_dir, policy)
+    return LogSpec(path, settings.checkpoints_dir, policy, read_whole=True)
 
 
-def all_problems(watch: LogWatch, around: OversightState, idle: float | None = None) -> list[Problem]:
-    """The log's problems (with the stall check when `idle` is given) and the no-checkpoint warning."""
-    return watch.run.problem_list(idle, around.writer) + around.problems()
-
-
-def report_dict(watch: LogWatch, around: OversightState) -> dict[str, object]:
-    """The ``--json`` object: the run's keys, then ``writer`` and ``checkpoints``."""
-    data = watch.run.as_dict()
-    data["problems"] = [problem.as_dict() for problem in all_problems(watch, around)]
-    data["writer"] = around.writer.as_dict() if around.writer else None
-    data["checkpoints"] = around.checkpoints_dict()
-    return data
-
-
-def exit_code(run: TrainingRun) -> int:
+def exit_code(state: LogState) -> int:
     """1 when a critical problem was found, else 0."""
-    return 1 if any(p.severity is Severity.CRITICAL for p in run.problem_list()) else 0
+    return 1 if any(p.severity is Severity.CRITICAL for p in state.problems) else 0
 
 
 def table(rows: list[list[str]]) -> str:
@@ -151,9 +143,10 @@ def runs_lines(run: RunReadout) -> list[str]:
     return lines
 
 
-def summary_text(run: TrainingRun, path: Path, around: OversightState | None = None) -> str:
+def summary_text(state: LogState) -> str:
     """The human-readable report."""
-    out = [f"{path}", f"Now: {status_text(run)}", *(context_lines(around) if around else [])]
+    run = state.run
+    out = [f"{state.path}", f"Now: {status_text(run)}", *context_lines(state.around)]
     out += runs_lines(run)
     if run.epochs:
         names = metric_names(run.epochs)
@@ -161,8 +154,7 @@ def summary_text(run: TrainingRun, path: Path, around: OversightState | None = N
         show_lr = has_lr_changes(run.epochs)
         header = (["fit"] if show_run else []) + ["epoch", "time", *names] + ([LR_COLUMN] if show_lr else [])
         out += ["", table([header, *(epoch_row(e, names, show_run, show_lr) for e in run.epochs)])]
-    problems = run.problem_list(None, around.writer if around else None)
-    problems += around.problems() if around else []
+    problems = list(state.problems)
     out.append("")
     out.append("Problems:" if problems else "Problems: none found")
     for problem, fix in zip(problems, fixes_to_show(problems), strict=True):
@@ -175,68 +167,63 @@ def summary_text(run: TrainingRun, path: Path, around: OversightState | None = N
     return "\n".join(out)
 
 
-def follow(watch: LogWatch, as_json: bool, oversight: LogOversight) -> int:
-    """Print the state, then new epochs and problems as they appear, until Ctrl-C."""
-    if watch.state.value == "waiting":
-        wait_for_file(watch)
-    around = oversight.update(watch)
+def follow(first: LogState, updates: queue.Queue[LogUpdate], as_json: bool) -> int:
+    """Print the state, then new epochs, problems and file events as the feed reports them, until Ctrl-C."""
+    state = wait_for_file(first, updates) if first.file_state is FileState.WAITING else first
+    if state is None:
+        return 2
     if as_json:
-        print(json.dumps({"type": "state", **report_dict(watch, around)}), flush=True)
-    emit = _json_emitter() if as_json else _text_emitter(watch, around)
-    seen_epochs = len(watch.run.epochs)
-    seen_problems = {p.id for p in all_problems(watch, around)}
-    watch.events.clear()  # already reflected in the state printed above
+        print(json.dumps({"type": "state", **state.as_dict()}), flush=True)
+    else:
+        print(summary_text(state), flush=True)
+    emit = _json_emit if as_json else _text_emit
+    seen_epochs = len(state.run.epochs)
+    seen_problems = {p.id for p in state.problems}
     while True:
-        watch.poll()
-        for event in watch.events:
-            emit("file", {"event": event, "path": str(watch.path)})
-        watch.events.clear()
-        for epoch in watch.run.epochs[seen_epochs:]:
+        update = updates.get()
+        if isinstance(update, FollowFailed):
+            print(f"tfgpu-tui log: cannot read {update.path}: {update.reason}", file=sys.stderr)
+            return 2
+        for event in update.events:
+            emit("file", {"event": event, "path": str(update.path)})
+        for epoch in update.run.epochs[seen_epochs:]:
             emit("epoch", epoch.as_dict())
-        seen_epochs = len(watch.run.epochs)
-        for problem in all_problems(watch, oversight.update(watch), watch.idle_seconds()):
+        seen_epochs = len(update.run.epochs)
+        for problem in update.problems:
             if problem.id not in seen_problems:
                 seen_problems.add(problem.id)
                 emit("problem", problem.as_dict())
-        time.sleep(FOLLOW_POLL_SECONDS)
 
 
-def wait_for_file(watch: LogWatch) -> None:
-    """Say that the log does not exist yet, poll until it does, then say when it appeared (on stderr, so
-    --json's stdout stays JSON): nothing is summarised before there is a file."""
-    print(f"waiting for {watch.path} to appear ...", file=sys.stderr, flush=True)
-    while watch.state.value == "waiting":
-        time.sleep(FOLLOW_POLL_SECONDS)
-        watch.poll()
-    print(f"{watch.path} appeared at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+def wait_for_file(state: LogState, updates: queue.Queue[LogUpdate]) -> LogState | None:
+    """Say that the log does not exist yet, wait until the feed sees it, then say when it appeared (on
+    stderr, so --json's stdout stays JSON): nothing is summarised before there is a file. None when the
+    feed cannot follow it."""
+    print(f"waiting for {state.path} to appear ...", file=sys.stderr, flush=True)
+    while state.file_state is FileState.WAITING:
+        update = updates.get()
+        if isinstance(update, FollowFailed):
+            print(f"tfgpu-tui log: cannot read {update.path}: {update.reason}", file=sys.stderr)
+            return None
+        state = update
+    print(f"{state.path} appeared at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+    return state
 
 
-def _json_emitter():
-    def emit(kind: str, data: dict) -> None:
-        print(json.dumps({"type": kind, **data}), flush=True)
-
-    return emit
+def _json_emit(kind: str, data: dict) -> None:
+    print(json.dumps({"type": kind, **data}), flush=True)
 
 
-def _text_emitter(watch: LogWatch, around: OversightState):
-    print(summary_text(watch.run, watch.path, around), flush=True)
-
-    def emit(kind: str, data: dict) -> None:
-        if kind == "file":
-            print(f"-- {data['path']}: {data['event']}", flush=True)
-        elif kind == "epoch":
-            metrics = "  ".join(
-                f"{k} {format_value(v if isinstance(v, float) else float(v))}"
-                for k, v in data["metrics"].items()
-            )
-            print(
-                f"epoch {data['epoch']}/{data['total_epochs'] or '?'}  {format_seconds(data['seconds'])}  "
-                f"{metrics}",
-                flush=True,
-            )
-        else:
-            fix = f"  fix: {data['fix']}" if data["fix"] else ""
-            rank = f" (rank {data['rank']})" if data.get("rank") is not None else ""
-            print(f"[{data['severity']}] {data['title']}{rank}: {data['message']}{fix}", flush=True)
-
-    return emit
+def _text_emit(kind: str, data: dict) -> None:
+    if kind == "file":
+        print(f"-- {data['path']}: {data['event']}", flush=True)
+    elif kind == "epoch":
+        metrics = "  ".join(
+            f"{k} {format_value(v if isinstance(v, float) else float(v))}" for k, v in data["metrics"].items()
+        )
+        seconds = format_seconds(data["seconds"])
+        print(f"epoch {data['epoch']}/{data['total_epochs'] or '?'}  {seconds}  {metrics}", flush=True)
+    else:
+        fix = f"  fix: {data['fix']}" if data["fix"] else ""
+        rank = f" (rank {data['rank']})" if data.get("rank") is not None else ""
+        print(f"[{data['severity']}] {data['title']}{rank}: {data['message']}{fix}", flush=True)

@@ -1,10 +1,10 @@
 """The exporter's core: samples GPUs (extended NVML source), follows training logs, and turns the latest state
 into Prometheus metric families with dcgm-exporter names plus ``tfgpu_`` series (a prometheus-client
-collector). A SnapshotFeed (gpu/feed.py) samples every interval; a scrape formats the latest state."""
+collector). A SnapshotFeed (gpu/feed.py) samples every interval and a LogFeed (training/feed.py) follows the
+logs; each snapshot is stored beside the logs' latest states, and a scrape formats that."""
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -21,14 +21,14 @@ from tfgpu_tui.alerts import Alert, AlertKind
 from tfgpu_tui.export import names
 from tfgpu_tui.export.efficiency_series import device_families, diagnosis_families, prof_families
 from tfgpu_tui.export.process_series import DEFAULT_TOP, process_series
-from tfgpu_tui.export.training_series import LogState, last_epoch_metrics, training_values
+from tfgpu_tui.export.training_series import last_epoch_metrics, training_values
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
 from tfgpu_tui.gpu.model import DeviceInfo, DeviceSample, MigDevice, Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.settings import Settings
-from tfgpu_tui.training.watch import LogWatch
-
-BACKFILL_STEPS_PER_SAMPLE = 8
+from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.feed import LogFeed, LogSpec
+from tfgpu_tui.training.log_state import LogState
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,11 @@ class Exporter:
         self.sampler = sampler
         self.hostname = hostname or socket.gethostname()
         self.top_processes = top_processes
-        self.watches = [LogWatch(path) for path in logs or []]
+        policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
+        self.log_specs = [LogSpec(path, settings.checkpoints_dir, policy) for path in logs or []]
+        self.log_feed = LogFeed(poll_seconds=settings.interval)  # its thread runs from `start`
+        for spec in self.log_specs:
+            self.log_feed.follow(spec)
         self.scrape_seconds: float | None = None  # the previous scrape's formatting time (set by the server)
         self._errors: Counter[str] = Counter()
         self._state = ExportState()
@@ -98,28 +102,19 @@ class Exporter:
 
     # -- sampling ------------------------------------------------------------------------------------------
     def sample_once(self) -> ExportState:
-        """Sample the GPUs now, outside the feed, and poll the logs (for a one-off state without `start`)."""
+        """Sample the GPUs now, outside the feed, and read the logs (for a one-off state without `start`)."""
+        self.log_feed.refresh()
         return self._receive(self.sampler.sample())
 
     def _receive(self, snapshot: Snapshot) -> ExportState:
-        """Poll the logs beside a new snapshot; the new state is what the next scrape reports."""
+        """The logs' latest states beside a new snapshot; the new state is what the next scrape reports."""
         count_errors(snapshot, self._errors)
-        logs = tuple(self._poll_log(watch) for watch in self.watches)
+        logs = tuple(s for s in map(self.log_feed.latest, self.log_specs) if s is not None)
         info = tuple(self.sampler.source.device_info()) if snapshot.error is None else ()
         state = ExportState(snapshot, info, logs, dict(self._errors), time.monotonic())
         with self._lock:
             self._state = state
         return state
-
-    def _poll_log(self, watch: LogWatch) -> LogState:
-        with contextlib.suppress(OSError):
-            watch.poll()
-            for _ in range(BACKFILL_STEPS_PER_SAMPLE):
-                if not watch.backfill_step():
-                    break
-        idle = watch.idle_seconds()
-        run = watch.run.snapshot()
-        return LogState(str(watch.path), run, idle, tuple(run.problem_list(idle)))
 
     def start(self) -> None:
         """Subscribe to a SnapshotFeed over this exporter's Sampler, one snapshot every `settings.interval`
@@ -132,6 +127,8 @@ class Exporter:
             finally:
                 first.set()
 
+        self.log_feed.refresh()  # the first state has the logs too
+        self.log_feed.start()
         self._feed = SnapshotFeed(self.settings, sampler=self.sampler)
         self._feed.subscribe(receive, period=self.settings.interval)
         self._feed.start()
@@ -143,8 +140,7 @@ class Exporter:
             self._feed.close()  # it closes the Sampler
         else:
             self.sampler.close()
-        for watch in self.watches:
-            watch.close()
+        self.log_feed.close()
 
     @property
     def state(self) -> ExportState:
@@ -291,7 +287,7 @@ class Exporter:
             labels=list(names.ALERT_LABELS),
         )
         seen: set[tuple[str, str, str]] = set()
-        every = list(alerts) + [p.to_alert(log.path) for log in logs for p in log.problems]
+        every = list(alerts) + [p.to_alert(str(log.path)) for log in logs for p in log.problems]
         for alert in every:
             key = (alert.kind, alert.severity.name.lower(), alert.subject)
             if key not in seen:
@@ -310,9 +306,9 @@ class Exporter:
             for name, help_text, value in training_values(log):
                 if name not in families:
                     families[name] = GaugeMetricFamily(name, help_text, labels=["log"])
-                families[name].add_metric([log.path], value)
+                families[name].add_metric([str(log.path)], value)
             for name, value in sorted(last_epoch_metrics(log.run).items()):
-                metric.add_metric([log.path, name], value)
+                metric.add_metric([str(log.path), name], value)
         yield from families.values()
         yield metric
 

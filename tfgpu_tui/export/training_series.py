@@ -2,50 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
 
-from tfgpu_tui.training.problems import Problem
-
-
-class TrainingRun(Protocol):
-    """What is read of a followed log's run (a TrainingRun or its thread-safe snapshot)."""
-
-    @property
-    def epochs(self) -> Sequence[Any]: ...  # EpochRecord: epoch, metrics
-
-    @property
-    def current(self) -> Any: ...  # CurrentState: epoch, step, totals, eta, metrics, finished
-
-    def training_eta_seconds(self) -> float | None: ...
-
-    def problem_list(self, idle_seconds: float | None = None) -> list[Problem]: ...
+from tfgpu_tui.training.log_state import LogState
+from tfgpu_tui.training.readout import RunReadout
 
 
-@dataclass(frozen=True)
-class LogState:
-    """One followed log at one moment: an independent copy of its run and how long it has been silent."""
-
-    path: str
-    run: TrainingRun
-    idle_seconds: float
-    problems: tuple[Problem, ...] = ()
-
-
-def _loss(run: TrainingRun) -> float | None:
+def _loss(run: RunReadout) -> float | None:
     value = run.current.metrics.get("loss")
     if value is None and run.epochs:
         value = run.epochs[-1].metrics.get("loss")
     return value
 
 
-def _finished(run: TrainingRun) -> float:
+def _finished(run: RunReadout) -> float:
     return 1.0 if run.current.finished else 0.0
 
 
 # (name, help, reading); a reading that is None is not exported
-TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingRun], float | None]], ...] = (
+TRAINING_GAUGES: tuple[tuple[str, str, Callable[[RunReadout], float | None]], ...] = (
     ("tfgpu_training_epoch", "Current epoch (1-based, as printed).", lambda r: r.current.epoch),
     (
         "tfgpu_training_epochs",
@@ -87,7 +62,7 @@ def training_values(state: LogState) -> list[tuple[str, str, float]]:
     return values
 
 
-def last_epoch_metrics(run: TrainingRun) -> dict[str, float]:
+def last_epoch_metrics(run: RunReadout) -> dict[str, float]:
     """The metrics printed at the end of the last finished epoch (loss, val_loss, accuracy ...)."""
     if not run.epochs:
         return {}

@@ -76,6 +76,8 @@ class Event:
         subject: what it is about: a log path with its writer's PID, a GPU, a process or notebook.
         message: what happened, in plain sentences.
         fix: what to do ("" when nothing).
+        problem: for a training event, the id of the log's problem it reports (training/log_state.py's
+            one problem list); "" for a GPU event.
     """
 
     kind: EventKind
@@ -84,6 +86,7 @@ class Event:
     subject: str
     message: str
     fix: str = ""
+    problem: str = ""
 
     @property
     def title(self) -> str:

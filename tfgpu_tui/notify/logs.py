@@ -1,64 +1,28 @@
-"""Which training logs notify follows, and reading them: each --log PATH, or by default the logs of the
-running TensorFlow jobs (found as the Training tab finds them, re-looked for every few seconds and kept
-after their writer ends, so that its end is seen)."""
+"""Which training logs notify follows: each --log PATH, or by default the logs of the running TensorFlow
+jobs (found as the Training tab finds them, re-looked for every few seconds and kept after their writer
+ends, so that its end is seen). They are followed by a LogFeed (training/feed.py) whose rounds run in
+notify's own loop (`read`), each log read whole before its first state is judged."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tfgpu_tui.notify.training_events import LogReading
 from tfgpu_tui.proc.log_writers import LogCandidate, tensorflow_logs
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
+from tfgpu_tui.training.feed import FollowFailed, LogFeed, LogSpec, LogSubscription, LogUpdate
 from tfgpu_tui.training.follow import FileEvent
-from tfgpu_tui.training.oversight import LogOversight
-from tfgpu_tui.training.watch import LogWatch
+from tfgpu_tui.training.log_state import LogState
 
 DISCOVER_SECONDS = 10.0
 MAX_LOGS = 32  # logs followed at once; the oldest found is dropped beyond that
+MAX_NOTICES = 256  # notices kept between two reads
 FILE_NOTICES = {
     FileEvent.ROTATED: "was rotated (replaced by a new file); following the new one",
     FileEvent.TRUNCATED: "was truncated; reading it from its start",
     FileEvent.DELETED: "was deleted; waiting for it to come back",
 }
-
-
-class FollowedLog:
-    """One log: its follower and what is known around it (writer, checkpoints)."""
-
-    def __init__(self, path: Path, policy: CheckpointPolicy, writer_pid: int | None = None) -> None:
-        self.path = path
-        self.watch = LogWatch(path)
-        self.watch.read_all()  # the whole file first: its end state is known before any event is judged
-        self.oversight = LogOversight(path, policy=policy, writer_pid=writer_pid)
-        self.watch.events.clear()
-
-    def read(self) -> tuple[LogReading, list[str]]:
-        """Read what is new; returns the reading and one notice per rotation, truncation or deletion."""
-        with contextlib.suppress(OSError):
-            self.watch.poll()
-            self.watch.backfill_step()
-        state = self.oversight.update(self.watch)
-        fresh = list(self.watch.events)
-        self.watch.events.clear()  # read once here; nothing else reads this watch's events
-        notices = [f"{self.path} {FILE_NOTICES[event]}" for event in fresh if event in FILE_NOTICES]
-        reading = LogReading(
-            self.path,
-            self.watch.run.snapshot(),
-            self.watch.idle_seconds(),
-            state.writer,
-            state.checkpoint_warning,
-        )
-        return reading, notices
-
-    @property
-    def last_growth_wall(self) -> float:
-        return self.watch.last_growth_wall
-
-    def close(self) -> None:
-        self.watch.close()
 
 
 class LogSet:
@@ -83,7 +47,9 @@ class LogSet:
         self._discover = discover
         self._clock = clock
         self._next_discovery = clock()
-        self.logs: dict[Path, FollowedLog] = {}
+        self.feed = LogFeed(max_logs=MAX_LOGS)
+        self.logs: dict[Path, LogSubscription] = {}
+        self._notices: list[str] = []
         for path in paths:
             self._add(path)
 
@@ -94,12 +60,23 @@ class LogSet:
         notices = []
         if len(self.logs) >= MAX_LOGS:
             oldest = next(iter(self.logs))
-            self.logs.pop(oldest).close()
+            self.logs.pop(oldest).cancel()
             notices.append(f"following at most {MAX_LOGS} logs: no longer following {oldest}")
-        self.logs[key] = FollowedLog(key, self.policy, writer_pid)
+        spec = LogSpec(key, policy=self.policy, writer_pid=writer_pid, read_whole=True)
+        self.logs[key] = self.feed.follow(spec, self._heard)
         return notices
 
-    def read(self) -> tuple[list[LogReading], list[str]]:
+    def _heard(self, update: LogUpdate) -> None:
+        """A log's new state (in `read`'s round): its rotations, truncations and deletions as notices."""
+        if isinstance(update, FollowFailed):
+            said = [f"cannot follow {update.path}: {update.reason}"]
+        else:
+            said = [
+                f"{update.path} {FILE_NOTICES[event]}" for event in update.events if event in FILE_NOTICES
+            ]
+        self._notices = (self._notices + said)[-MAX_NOTICES:]
+
+    def read(self) -> tuple[list[LogState], list[str]]:
         """Every followed log read now (new jobs looked for when due), and the notices for stderr."""
         notices: list[str] = []
         if self.discovering and self._clock() >= self._next_discovery:
@@ -108,17 +85,17 @@ class LogSet:
                 if candidate.path.absolute() not in self.logs:
                     notices.append(f"following {candidate.path} (PID {candidate.pid}'s {candidate.stream})")
                     notices += self._add(candidate.path, candidate.pid)
-        readings = []
-        for log in self.logs.values():
-            reading, said = log.read()
-            readings.append(reading)
-            notices += said
-        return readings, notices
+        self.feed.refresh()
+        states = [self.feed.latest(subscription.spec) for subscription in self.logs.values()]
+        notices += self._notices
+        self._notices = []
+        return [state for state in states if state is not None], notices
 
     def last_growth(self) -> float | None:
         """When any followed log last grew (wall clock); None when none is followed."""
-        return max((log.last_growth_wall for log in self.logs.values()), default=None)
+        now = time.time()
+        states = [self.feed.latest(subscription.spec) for subscription in self.logs.values()]
+        return max((now - state.idle_seconds for state in states if state is not None), default=None)
 
     def close(self) -> None:
-        for log in self.logs.values():
-            log.close()
+        self.feed.close()

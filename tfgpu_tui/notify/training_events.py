@@ -1,17 +1,14 @@
-"""Training events from a followed log as the log reader sees it: finished, crashed, NaN/inf loss, stalled
-while its writer lives, writer died, no recent checkpoint. Pure: the caller reads the log and its writer."""
+"""Training events from a followed log's state (training/log_state.py): finished, crashed, NaN/inf loss,
+writer died and no recent checkpoint are the log's problems of the same ids (its one problem list), each
+event naming its problem; stalled is the STALL check at notify's own threshold (--stall-minutes) while the
+writer lives. Pure: the caller follows the log (training/feed.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 from tfgpu_tui.notify.events import Event, EventKind
-from tfgpu_tui.proc.log_writers import LogWriter
-from tfgpu_tui.training.checkpoints import CHECKPOINT_FIX
 from tfgpu_tui.training.keras_progress import is_bad_number
+from tfgpu_tui.training.log_state import LogState
 from tfgpu_tui.training.problems import STALL_FIX, Problem, ProblemId
-from tfgpu_tui.training.readout import TrainingSnapshot
 from tfgpu_tui.training.records import EpochRecord, format_seconds
 
 CRASH_PROBLEMS = (ProblemId.EXCEPTION, ProblemId.KILLED)
@@ -22,18 +19,7 @@ WRITER_DIED_FIX = (
 MAX_METRICS = 6  # metrics named in a message
 
 
-@dataclass(frozen=True)
-class LogReading:
-    """One followed log as read now: its parsed run, how long it has been silent, and its writer."""
-
-    path: Path
-    run: TrainingSnapshot
-    idle_seconds: float
-    writer: LogWriter | None
-    checkpoint_warning: str = ""
-
-
-def subject(reading: LogReading) -> str:
+def subject(reading: LogState) -> str:
     """The run: its log and its writer's PID."""
     writer = reading.writer
     return f"Log {reading.path}" + (f", PID {writer.pid}" if writer is not None else "")
@@ -68,7 +54,7 @@ class TrainingEvents:
         self.host = host
         self.stall_seconds = stall_seconds
 
-    def evaluate(self, reading: LogReading, card: str | None = None) -> list[Event]:
+    def evaluate(self, reading: LogState, card: str | None = None) -> list[Event]:
         """The events that hold; `card`: the run's report card, added to its "finished" message."""
         run = reading.run
         events = [
@@ -82,17 +68,27 @@ class TrainingEvents:
             )
             if event is not None
         ]
-        if reading.checkpoint_warning:
-            message = f"No recent checkpoint: {reading.checkpoint_warning}."
-            fix = CHECKPOINT_FIX
-            events.append(self._event(EventKind.NO_CHECKPOINT, reading, f"{run.fit_run}", message, fix))
+        no_checkpoint = reading.problem(ProblemId.NO_CHECKPOINT)
+        if no_checkpoint is not None:
+            events.append(
+                self._event(
+                    EventKind.NO_CHECKPOINT,
+                    reading,
+                    f"{run.fit_run}",
+                    no_checkpoint.message,
+                    no_checkpoint.fix,
+                    no_checkpoint.id,
+                )
+            )
         return events
 
-    def _event(self, kind: EventKind, reading: LogReading, occurrence: str, message: str, fix: str) -> Event:
+    def _event(
+        self, kind: EventKind, reading: LogState, occurrence: str, message: str, fix: str, problem: str
+    ) -> Event:
         key = f"{kind.value}:{reading.path}:{occurrence}"
-        return Event(kind, key, self.host, subject(reading), message, fix)
+        return Event(kind, key, self.host, subject(reading), message, fix, str(problem))
 
-    def _finished(self, reading: LogReading, card: str | None = None) -> Event | None:
+    def _finished(self, reading: LogState, card: str | None = None) -> Event | None:
         run = reading.run
         reason = run.finish_reason()
         epochs = run.latest_fit_epochs()
@@ -106,12 +102,13 @@ class TrainingEvents:
         message += f". Wall time {format_seconds(wall_time(epochs))}."
         if card:
             message += f" {card}"
-        return self._event(EventKind.FINISHED, reading, f"{last.fit_run}:{last.line_number}", message, "")
+        occurrence = f"{last.fit_run}:{last.line_number}"
+        return self._event(EventKind.FINISHED, reading, occurrence, message, "", ProblemId.FINISHED)
 
-    def _crash_problem(self, reading: LogReading) -> Problem | None:
-        return next((reading.run.problems[p] for p in CRASH_PROBLEMS if p in reading.run.problems), None)
+    def _crash_problem(self, reading: LogState) -> Problem | None:
+        return reading.problem(*CRASH_PROBLEMS)
 
-    def _crashed(self, reading: LogReading) -> Event | None:
+    def _crashed(self, reading: LogState) -> Event | None:
         run = reading.run
         problem = self._crash_problem(reading)
         reason = run.finish_reason()
@@ -121,17 +118,17 @@ class TrainingEvents:
         detail = run.stop_reason()
         if run.ran_out_of_memory() and detail and detail not in message:
             message += f" {detail[:1].upper()}{detail[1:]}."
-        return self._event(EventKind.CRASHED, reading, f"{problem.line_number}", message, problem.fix)
+        occurrence = f"{problem.line_number}"
+        return self._event(EventKind.CRASHED, reading, occurrence, message, problem.fix, problem.id)
 
-    def _nan(self, reading: LogReading) -> Event | None:
-        problem = reading.run.problems.get(ProblemId.NAN_LOSS)
+    def _nan(self, reading: LogState) -> Event | None:
+        problem = reading.problem(ProblemId.NAN_LOSS)
         if problem is None:
             return None
-        return self._event(
-            EventKind.NAN_LOSS, reading, f"{problem.line_number}", problem.message, problem.fix
-        )
+        occurrence = f"{problem.line_number}"
+        return self._event(EventKind.NAN_LOSS, reading, occurrence, problem.message, problem.fix, problem.id)
 
-    def _running(self, reading: LogReading) -> bool:
+    def _running(self, reading: LogState) -> bool:
         """Training started and has not ended (finished, crashed, stopped) as far as the log says."""
         run = reading.run
         if run.current.finished or run.current.epoch is None and run.current.step is None:
@@ -140,7 +137,7 @@ class TrainingEvents:
             return False
         return ProblemId.FILE_DELETED not in run.problems
 
-    def _stalled(self, reading: LogReading) -> Event | None:
+    def _stalled(self, reading: LogState) -> Event | None:
         writer = reading.writer
         if writer is not None and not writer.alive or not self._running(reading):
             return None
@@ -150,15 +147,19 @@ class TrainingEvents:
         who = f"Its writer (PID {writer.pid}) is alive but" if writer is not None else "The log"
         message = f"{who} has written nothing for {silent}: training may be hung."
         occurrence = f"{writer.pid if writer is not None else '-'}"
-        return self._event(EventKind.STALLED, reading, occurrence, message, STALL_FIX)
+        return self._event(EventKind.STALLED, reading, occurrence, message, STALL_FIX, ProblemId.STALL)
 
-    def _writer_died(self, reading: LogReading) -> Event | None:
+    def _writer_died(self, reading: LogState) -> Event | None:
+        """The STALL problem of a writer that is gone (the problem list says so at once)."""
         writer = reading.writer
-        if writer is None or writer.alive or not self._running(reading):
+        stall = reading.problem(ProblemId.STALL)
+        if writer is None or writer.alive or stall is None:
             return None
         cur = reading.run.current
         at = f"epoch {cur.epoch or '?'}/{cur.total_epochs or '?'}"
         message = (
             f"The training process (PID {writer.pid}) {writer.state} at {at} without an error in its log."
         )
-        return self._event(EventKind.WRITER_DIED, reading, f"{writer.pid}", message, WRITER_DIED_FIX)
+        return self._event(
+            EventKind.WRITER_DIED, reading, f"{writer.pid}", message, WRITER_DIED_FIX, stall.id
+        )

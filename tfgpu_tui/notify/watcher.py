@@ -1,6 +1,6 @@
-"""The notifier: for each snapshot of the feed, read the followed logs, find the events that hold, and hand
-the new ones (sent once while they hold, per the ledger) to `on_event`. Runs in notify's main thread, never
-in the feed's."""
+"""The notifier: for each snapshot of the feed, read the followed logs (a round of their LogFeed), find the
+events that hold, and hand the new ones (sent once while they hold, per the ledger) to `on_event`. Runs in
+notify's main thread, never in the feed's."""
 
 from __future__ import annotations
 
@@ -60,11 +60,12 @@ class Notifier:
             self._gpu_error_said = True
             self.report(f"no GPU to watch ({snapshot.error.message}); watching the training logs")
         events = self.gpus.evaluate(snapshot, self.logs.last_growth())
-        writers = {reading.writer.pid for reading in readings if reading.writer is not None}
+        writers = {reading.around.writer.pid for reading in readings if reading.around.writer is not None}
         if self.runs is not None and snapshot.error is None:
             self.runs.observe(snapshot, writers)
         for reading in readings:
-            card = self.runs.card(reading.writer.pid) if self.runs and reading.writer else None
+            writer = reading.around.writer
+            card = self.runs.card(writer.pid) if self.runs and writer else None
             events += self.training.evaluate(reading, card)
         return [event for event in events if event.kind in self.enabled]
 

@@ -170,7 +170,7 @@ class LogWatch:
             if event in (FileEvent.TRUNCATED, FileEvent.ROTATED) and not self.backfill_done:
                 self._cancel_backfill()
         self.run.feed_segments(update.segments)
-        if update.partial:
+        if update.partial and (update.bytes_read or update.events):  # else it is the one fed last time
             self.run.feed_partial(update.partial)
         epochs = self.run.epochs
         if self._caught_up:  # new bytes are growth, and an epoch ending in them ended now

@@ -1,9 +1,10 @@
 """The Training tab: follows the training log (like tail -F) and shows progress, plots, epochs and problems.
 
-A worker thread owns the `LogWatch` (file following, tail-first parsing of big files, background history
-scan) and the `LogOversight` (the log's writer process, checkpoints) and posts snapshots; the widgets only
-draw them. With no log given and no ``./train.log``, a pick list offers the logs of the running TensorFlow
-processes (found in another worker); with ``--demo`` and no log given, a simulated live log is followed.
+The tab's LogFeed (training/feed.py) follows the log in its thread (tail-first parsing of big files,
+background history scan, the writer process, checkpoints, the one problem list) and each state arrives as a
+`LogUpdated` message (ui/log_link.py); the widgets only draw them. With no log given and no ``./train.log``,
+a pick list offers the logs of the running TensorFlow processes (found in a worker); with ``--demo`` and no
+log given, a simulated live log is followed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.gpu.efficiency import Thresholds
@@ -32,11 +32,12 @@ from tfgpu_tui.text_clean import clean_line
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.demo_log import DemoTrainingLog
 from tfgpu_tui.training.encoding import binary_refusal
-from tfgpu_tui.training.follow import FileState
-from tfgpu_tui.training.oversight import LogOversight, OversightState
+from tfgpu_tui.training.feed import FollowFailed, LogFeed, LogSpec, LogSubscription
+from tfgpu_tui.training.log_state import LogState
+from tfgpu_tui.training.oversight import OversightState
 from tfgpu_tui.training.problems import Problem
 from tfgpu_tui.training.run import TrainingSnapshot
-from tfgpu_tui.training.watch import LogWatch
+from tfgpu_tui.ui.log_link import LogUpdated, follow_log
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
@@ -44,25 +45,10 @@ from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, WARNING
 from tfgpu_tui.ui.widgets.training_panes import LogLines, ProblemsView, RunContext, RunStatus
 from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot, StepLossPlot
 
-POLL_SECONDS = 0.25
-POST_EVERY_SECONDS = 0.2  # at most this often while changing; once a second when idle (for the stall check)
 PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
-BACKFILL_CHUNKS_PER_POLL = 32  # 1 MB history chunks scanned between polls (time: docs/training-logs.md)
 
 
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
-
-
-@dataclass
-class RunSnapshot(Message):
-    """The followed log's state, from the worker thread."""
-
-    path: Path
-    run: TrainingSnapshot
-    state: FileState
-    idle: float
-    backfill: tuple[int, int] | None
-    oversight: OversightState
 
 
 @dataclass
@@ -70,14 +56,6 @@ class LogsFound(Message):
     """The logs of the running TensorFlow processes, from the scan worker."""
 
     candidates: list[LogCandidate]
-
-
-@dataclass
-class FollowFailed(Message):
-    """The worker could not follow the file."""
-
-    path: Path
-    reason: str
 
 
 NO_JOBS_HELP = (
@@ -145,7 +123,9 @@ class TrainingTab(DashboardTab):
         self.writer_pid: int | None = None
         self.run: TrainingSnapshot | None = None
         self.oversight: OversightState | None = None
-        self._latest: RunSnapshot | None = None
+        self._latest: LogState | None = None
+        self.log_feed: LogFeed | None = None  # follows the log in its thread, from mount to unmount
+        self._subscription: LogSubscription | None = None
         self._plots_key: tuple = ()
         self._plots_drawn_at = 0.0
         self.candidates: list[LogCandidate] = []
@@ -175,6 +155,7 @@ class TrainingTab(DashboardTab):
 
     def on_mount(self) -> None:
         settings = self.settings
+        self.log_feed = LogFeed().start()
         if settings.demo and not settings.log_path_given:
             self.demo = DemoTrainingLog().start()
             self.follow(self.demo.path)
@@ -184,7 +165,8 @@ class TrainingTab(DashboardTab):
             self.action_pick_log()
 
     def on_unmount(self) -> None:
-        self.workers.cancel_group(self, "training-follow")
+        if self.log_feed is not None:
+            self.log_feed.close()
         self.release_files()
 
     def release_files(self) -> None:
@@ -203,7 +185,7 @@ class TrainingTab(DashboardTab):
         self.query_one("#training-pick").remove_class("-open")
         self.follow(Path(path), pid)
 
-    # ----- following (worker thread) -----
+    # ----- following (the LogFeed's thread) -----
     def follow(self, path: Path, writer_pid: int | None = None) -> None:
         """Follow another file (the previous worker is cancelled); a path the access policy refuses
         (special file, outside --log-root) or a binary file is not opened and the reason is shown."""
@@ -221,95 +203,60 @@ class TrainingTab(DashboardTab):
         self.card = None
         self.query_one(RunStatus).say(f"Opening {path} ...")
         self.query_one(RunContext).update("")
-        self._follow_worker(path, self._new_oversight(path, writer_pid))
+        if self._subscription is not None:
+            self._subscription.cancel()
+        if self.log_feed is not None:
+            self._subscription = follow_log(self, self.log_feed, self._spec(path, writer_pid))
 
-    def _new_oversight(self, path: Path, writer_pid: int | None) -> LogOversight:
+    def _spec(self, path: Path, writer_pid: int | None) -> LogSpec:
         settings = self.settings
         simulated = self.is_simulated(path)
         checkpoints = settings.checkpoints_dir
         if simulated and checkpoints is None and self.demo is not None:
             checkpoints = self.demo.checkpoints
         policy = CheckpointPolicy(settings.checkpoint_max_epochs, settings.checkpoint_max_minutes)
-        return LogOversight(path, checkpoints, policy, writer_pid, find_writer=not simulated)
+        return LogSpec(path, checkpoints, policy, writer_pid, find_writer=not simulated)
 
     def is_simulated(self, path: Path | None = None) -> bool:
         """Whether `path` (default: the followed file) is the demo's simulated log."""
         return self.demo is not None and (path or self.path) == self.demo.path
 
-    @work(thread=True, exclusive=True, group="training-follow", exit_on_error=False)
-    def _follow_worker(self, path: Path, oversight: LogOversight) -> None:
-        worker = get_current_worker()
-        try:
-            watch = LogWatch(path)
-        except OSError as error:
-            self.post_message(FollowFailed(path, error.strerror or str(error)))
-            return
-        last_post = -1.0
-        try:
-            while not worker.is_cancelled:
-                changed = watch.poll()
-                for _ in range(BACKFILL_CHUNKS_PER_POLL):
-                    changed = watch.backfill_step() or changed
-                around = oversight.update(watch)
-                now = time.monotonic()
-                since = now - last_post
-                if (changed and since >= POST_EVERY_SECONDS) or since >= 1.0:
-                    backfill = None if watch.backfill_done else (watch.backfill_offset, watch.backfill_end)
-                    self.post_message(
-                        RunSnapshot(
-                            path, watch.run.snapshot(), watch.state, watch.idle_seconds(), backfill, around
-                        )
-                    )
-                    last_post = now
-                if watch.backfill_done:
-                    time.sleep(POLL_SECONDS)
-        except OSError as error:
-            self.post_message(FollowFailed(path, error.strerror or str(error)))
-        finally:
-            watch.close()
-
     # ----- drawing -----
-    def on_run_snapshot(self, message: RunSnapshot) -> None:
-        if message.path != self.path:
+    def on_log_updated(self, message: LogUpdated) -> None:
+        update = message.update
+        if update.path != self.path:
             return
-        self.run = message.run
-        self.oversight = message.oversight
-        self._latest = message
-        problems = self._problems(message)
-        self._post_alerts(problems)  # the header shows them whichever tab is open
+        if isinstance(update, FollowFailed):
+            reason = f"Cannot follow {update.path}: {update.reason}. Press o to open another file."
+            self.query_one(RunStatus).say(reason, ERROR)
+            return
+        self.run = update.run
+        self.oversight = update.around
+        self._latest = update
+        self._post_alerts(list(update.problems))  # the header shows them whichever tab is open
         if self.is_on_screen:  # a hidden tab is drawn when shown (on_show)
-            self._draw(message, problems)
+            self._draw(update)
 
     def on_show(self) -> None:
-        message = self._latest
-        if message is not None and message.path == self.path:
-            self._draw(message, self._problems(message), force=True)
+        state = self._latest
+        if state is not None and state.path == self.path:
+            self._draw(state, force=True)
 
-    @staticmethod
-    def _problems(message: RunSnapshot) -> list[Problem]:
-        idle = message.idle if message.state is FileState.OPEN else None
-        return message.run.problem_list(idle, message.oversight.writer) + message.oversight.problems()
-
-    def _draw(self, message: RunSnapshot, problems: list[Problem], force: bool = False) -> None:
-        run = message.run
-        self._draw_status(message)
-        self._draw_context(message.oversight)
+    def _draw(self, state: LogState, force: bool = False) -> None:
+        run = state.run
+        self._draw_status(state)
+        self._draw_context(state.around)
         self._draw_progress(run)
         self._draw_plots(run, force)
         self._draw_table(run)
-        self._draw_problems(problems)
+        self._draw_problems(list(state.problems))
         self._draw_lines(run)
 
-    def on_follow_failed(self, message: FollowFailed) -> None:
-        if message.path == self.path:
-            reason = f"Cannot follow {message.path}: {message.reason}. Press o to open another file."
-            self.query_one(RunStatus).say(reason, ERROR)
-
-    def _draw_status(self, message: RunSnapshot) -> None:
-        simulated = self.is_simulated(message.path)
+    def _draw_status(self, state: LogState) -> None:
+        simulated = self.is_simulated(state.path)
         narrow = self.has_class("-narrow")  # one paragraph, shorter words: 3 lines at 80 columns
         self.query_one(RunStatus).show(
-            message.path, message.state, message.backfill, message.run, simulated, narrow
+            state.path, state.file_state, state.backfill, state.run, simulated, narrow
         )
 
     def _draw_context(self, oversight: OversightState) -> None:
@@ -460,6 +407,8 @@ class TrainingTab(DashboardTab):
     def action_reload(self) -> None:
         """Read the file again from the start."""
         self.follow(self.path)
+        if self._subscription is not None and self.log_feed is not None:
+            self.log_feed.reload(self._subscription.spec)
 
     @on(Input.Submitted, "#training-path")
     def _path_submitted(self, event: Input.Submitted) -> None:
