@@ -4,6 +4,9 @@ scripted H100 (fakenvml)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import subprocess
 import sys
@@ -14,9 +17,11 @@ import pytest
 
 from tests.helpers.gpu_alert_helpers import device, proc
 from tests.helpers.waiting import wait_for
+from tfgpu_tui.cli import main
 from tfgpu_tui.gpu.efficiency import Thresholds
 from tfgpu_tui.gpu.model import Activity, DeviceSample, Snapshot, no_activity
 from tfgpu_tui.gpu.report_card import RunWatch
+from tfgpu_tui.gpu.report_card_store import NOT_WATCHED, card_for, save_card, store_path
 
 BAR = "10/10 [==============================] - 1s 100ms/step"
 
@@ -140,6 +145,8 @@ def test_notify_finished_message_carries_the_report_card(scenario, tmp_path: Pat
         assert "on GPU 0: utilisation 95 % mean" in finished.message
         assert "SM activity 70 %, tensor cores 0 %" in finished.message
         assert "Biggest win: tensor cores idle 100 % of the run: try mixed precision" in finished.message
+        kept = log_json(log)["efficiency"]  # notify kept the card where `log` reads it
+        assert kept["card"] in finished.message and "SM activity 70 %" in kept["card"]
     finally:
         sampler.close()
         writer.kill()
@@ -183,6 +190,33 @@ async def test_the_training_tab_shows_the_ended_runs_report_card(scenario, tmp_p
             writer.stdin.flush()
             await wait_until(pilot, lambda: "efficiency Efficiency over the" in context(), timeout=60)
             assert "SM activity 70 %, tensor cores 0 %" in " ".join(context().split())
+            await wait_until(pilot, lambda: card_for(log) is not None, timeout=60)  # kept for `log`
+        card = log_json(log)["efficiency"]["card"]
+        assert card.startswith("Efficiency over the") and "SM activity 70 %" in card
     finally:
         writer.kill()
         writer.wait()
+
+
+def log_json(log: Path) -> dict:
+    """What `tfgpu-tui log --json LOG` prints."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["log", "--json", str(log)])
+    return json.loads(out.getvalue())
+
+
+def test_log_says_why_it_has_no_efficiency_line_and_a_store_not_ours_counts_as_none(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 1/1\n")
+    assert log_json(log)["efficiency"] == {"card": None, "kept_at": None, "why_none": NOT_WATCHED}
+    save_card(log, "Efficiency over the \x1b[2Jrun", now=100.0)
+    assert log_json(log)["efficiency"] == {
+        "card": "Efficiency over the run",
+        "kept_at": 100.0,
+        "why_none": None,
+    }
+    store = store_path()
+    for text in ("not json", json.dumps({str(log): {"card": "\x1b[2J", "at": 1}}), " " * (256 * 1024 + 1)):
+        store.write_text(text)
+        assert card_for(log) is None, text

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tfgpu_tui.alerts import Severity
 from tfgpu_tui.commands import COMMAND_SUMMARIES
+from tfgpu_tui.gpu.report_card_store import efficiency_dict
 from tfgpu_tui.options import settings_from_args
 from tfgpu_tui.safe_files import special_file_refusal
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
@@ -81,10 +82,13 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if args.follow:
             return follow(first, updates, args.json)
+        efficiency = efficiency_dict(path)
         if args.json:
-            print(json.dumps(first.as_dict(), indent=2))
+            print(json.dumps({**first.as_dict(), "efficiency": efficiency}, indent=2))
         else:
             print(summary_text(first))
+            if efficiency["card"]:
+                print(f"Efficiency (as the dashboard or notify saw it on the GPU): {efficiency['card']}")
         return exit_code(first)
     finally:
         feed.close()

@@ -5,14 +5,17 @@ notify's main thread, never in the feed's."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.report_card import RunWatch
+from tfgpu_tui.gpu.report_card_store import save_card
 from tfgpu_tui.notify.events import Event, EventKind
 from tfgpu_tui.notify.gpu_events import GpuEvents
 from tfgpu_tui.notify.logs import LogSet
 from tfgpu_tui.notify.state import Ledger
 from tfgpu_tui.notify.training_events import TrainingEvents
+from tfgpu_tui.training.log_state import LogState
 
 
 class Notifier:
@@ -49,6 +52,7 @@ class Notifier:
         self.report = report
         self.runs = runs
         self._save_failed = False
+        self._cards_kept: dict[Path, str] = {}  # the report card kept for each log, once
         self._gpu_error_said = False
 
     def holding(self, snapshot: Snapshot) -> list[Event]:
@@ -67,7 +71,20 @@ class Notifier:
             writer = reading.around.writer
             card = self.runs.card(writer.pid) if self.runs and writer else None
             events += self.training.evaluate(reading, card)
+            if card is not None:
+                self._keep_card(reading, card)
         return [event for event in events if event.kind in self.enabled]
+
+    def _keep_card(self, reading: LogState, card: str) -> None:
+        """An ended run's report card, kept once where `tfgpu-tui log` reads it (gpu/report_card_store.py)."""
+        reason = reading.run.finish_reason()
+        if reason is None or self._cards_kept.get(reading.path) == card:
+            return
+        self._cards_kept[reading.path] = card
+        try:
+            save_card(reading.path, card)
+        except OSError as error:
+            self.report(f"the run's efficiency line was not kept for `tfgpu-tui log`: {error}")
 
     def step(self, snapshot: Snapshot) -> list[Event]:
         """Handle one snapshot; returns the events sent for it."""

@@ -9,6 +9,7 @@ log given, a simulated live log is followed.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from tfgpu_tui.alerts import Severity
 from tfgpu_tui.gpu.efficiency import Thresholds
 from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.report_card import RunWatch
+from tfgpu_tui.gpu.report_card_store import save_card
 from tfgpu_tui.proc.log_writers import LogCandidate, tensorflow_logs
 from tfgpu_tui.serve.policy import log_refusal, policy_from_settings, visible_logs
 from tfgpu_tui.text_clean import clean_line
@@ -275,6 +277,20 @@ class TrainingTab(DashboardTab):
         if card != self.card and oversight is not None:
             self.card = card
             self._draw_context(oversight)
+            if card is not None and self.path is not None:
+                self._keep_card(self.path, card)
+
+    def _keep_card(self, log: Path, card: str) -> None:
+        """The ended run's report card, kept off the event loop where `tfgpu-tui log` reads it
+        (gpu/report_card_store.py); nothing where this session writes nothing."""
+        if not policy_from_settings(self.settings).allow_writes:
+            return
+
+        def keep() -> None:
+            with contextlib.suppress(OSError):  # the card stays on screen; only `log` would lack it
+                save_card(log, card)
+
+        self.run_worker(keep, thread=True, group="report-card")
 
     def _draw_progress(self, run: TrainingSnapshot) -> None:
         bar = self.query_one("#training-steps", ProgressBar)
