@@ -7,7 +7,6 @@ import importlib
 import os
 import sys
 from collections.abc import MutableMapping, Sequence
-from functools import partial
 
 from tfgpu_tui import __version__
 from tfgpu_tui.commands import COMMAND_MODULES, commands_needed, register_summaries
@@ -23,10 +22,6 @@ from tfgpu_tui.options import (
     usage_error,
 )
 from tfgpu_tui.settings import Settings
-
-# The longest the dashboard waits for the first snapshot before it loads the UI: a driver slow to initialise
-# (no persistence mode) lets the UI start, and the first snapshot follows when it comes.
-FIRST_SNAPSHOT_SECONDS = 0.5
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -72,28 +67,11 @@ def forget_inherited_terminal_size(environ: MutableMapping[str, str]) -> None:
 
 
 def run_app(settings: Settings) -> int:
-    """Start the interactive dashboard, its first frame showing the GPUs. A forked child reads them (pynvml's
-    import, NVML's start, the GPUs alone) on another core while this process imports Textual and the UI;
-    the feed starts from that snapshot, and the app has the processes read once the frame is drawn. Where
-    there is no child (the demo, whose simulation lives in this process; no fork), the feed takes that
-    first snapshot itself, before Textual is imported (in a thread beside it, both would finish late)."""
-    from tfgpu_tui.gpu.feed import SnapshotFeed, first_gpus_snapshot
-    from tfgpu_tui.proc.spawn import fork_call
+    """Run the interactive dashboard (its start: ui/startup.py); the exit code."""
+    from tfgpu_tui.ui.startup import run_dashboard
 
-    feed = SnapshotFeed(settings, first_without_processes=True)
-    reading = None if settings.demo else fork_call(partial(first_gpus_snapshot, settings))
-    if reading is None:
-        feed.start().wait_first(FIRST_SNAPSHOT_SECONDS)
-    from tfgpu_tui.ui.app import TfgpuApp
-
-    if reading is not None:
-        first = reading.result(FIRST_SNAPSHOT_SECONDS)
-        if first is None:  # failed, or late (a driver slow to start): the feed's own first one follows
-            feed.start()
-        else:
-            feed.start_from(first)
     forget_inherited_terminal_size(os.environ)
-    TfgpuApp(settings, feed=feed).run()  # the app closes the feed as it ends
+    run_dashboard(settings)
     return 0
 
 

@@ -11,8 +11,9 @@ import threading
 
 import pytest
 
+from tests.helpers.waiting import wait_for
 from tfgpu_tui.gpu.feed import FeedUpdate, SnapshotFeed
-from tfgpu_tui.gpu.model import NvmlUnavailable, Snapshot
+from tfgpu_tui.gpu.model import Snapshot
 from tfgpu_tui.gpu.sampler import Sampler
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
@@ -48,12 +49,12 @@ def feed():
     made.close()
 
 
-def test_the_first_snapshot_reaches_every_subscriber_and_wait_first(feed: SnapshotFeed) -> None:
+def test_the_first_snapshot_reaches_every_subscriber(feed: SnapshotFeed) -> None:
     first, second = Recorder(), Recorder()
     feed.subscribe(first)
     feed.subscribe(second)
     feed.start()
-    snapshot = feed.wait_first(GUARD)
+    snapshot = wait_for(lambda: feed.latest, GUARD)
     assert isinstance(snapshot, Snapshot) and snapshot.simulated and len(snapshot.devices) == 2
     assert first.next().snapshot is snapshot
     assert second.next().snapshot is snapshot
@@ -62,7 +63,7 @@ def test_the_first_snapshot_reaches_every_subscriber_and_wait_first(feed: Snapsh
 
 def test_a_late_subscriber_gets_the_newest_snapshot_at_once_in_its_own_thread(feed: SnapshotFeed) -> None:
     feed.start()
-    snapshot = feed.wait_first(GUARD)
+    snapshot = wait_for(lambda: feed.latest, GUARD)
     late = Recorder()
     feed.subscribe(late)
     assert late.updates.get_nowait().snapshot is snapshot
@@ -162,7 +163,7 @@ def test_close_stops_the_thread_and_releases_the_source() -> None:
 
     feed = SnapshotFeed(Settings(), Source(gpus=2), idle_seconds=3600.0)
     feed.start()
-    feed.wait_first(GUARD)
+    wait_for(lambda: feed.latest, GUARD)
     feed.close(timeout=GUARD)
     assert closed.is_set()
     assert not any(thread.name == "tfgpu-feed" and thread.is_alive() for thread in threading.enumerate())
@@ -232,50 +233,24 @@ def test_snapshots_are_stamped_and_timed_by_the_clocks_handed_in() -> None:
     assert SnapshotFeed(settings, sampler=sampler).timer() == 42.0  # the Monitor times its own work by it
 
 
-def test_a_first_snapshot_of_the_gpus_alone_is_followed_by_a_whole_one_when_asked() -> None:
-    source = SimulatedSource(gpus=2)
-    feed = SnapshotFeed(Settings(), source, idle_seconds=3600.0, first_without_processes=True)
+def test_a_snapshot_published_before_the_start_is_the_first_and_the_thread_samples_once_started() -> None:
+    given = Sampler(Settings(), SimulatedSource(gpus=2)).sample()
+    feed = SnapshotFeed(Settings(), SimulatedSource(gpus=3), idle_seconds=3600.0)
     recorder = Recorder()
     feed.subscribe(recorder)
+    feed.publish(given)
+    try:
+        assert feed.latest is given and recorder.next().snapshot is given
+        assert feed.sampler is None  # nothing sampled before the start
+        feed.start()
+        assert len(recorder.next().snapshot.devices) == 3  # at once, not at the end of the hour
+    finally:
+        feed.close()
+
+
+def test_a_closed_feed_does_not_start() -> None:
+    feed = make_feed()
+    feed.close()
     feed.start()
-    try:
-        first = recorder.next().snapshot
-        assert len(first.devices) == 2 and first.error is None
-        assert first.processes_pending and first.processes == [] and first.host is None
-        assert first.alerts == []  # no rule has seen a process yet
-        feed.sample_soon()  # the dashboard asks once that snapshot is drawn; else the next is an hour away
-        whole = recorder.next().snapshot
-        assert not whole.processes_pending and whole.processes and whole.host is not None
-    finally:
-        feed.close()
-
-
-def test_a_sample_of_the_gpus_alone_still_says_why_there_is_no_gpu() -> None:
-    class NoGpu(SimulatedSource):
-        def read(self) -> GpuReading:
-            error = NvmlUnavailable("library_not_found", "No NVML here", "Install the driver")
-            return GpuReading(error, None)
-
-    snapshot = Sampler(Settings(), NoGpu()).sample(processes=False)
-    assert snapshot.processes_pending and snapshot.devices == []
-    assert [(alert.kind, alert.message) for alert in snapshot.alerts] == [("no_gpu", "No NVML here")]
-
-
-def test_a_feed_started_from_a_snapshot_samples_only_when_asked_and_then_whole() -> None:
-    """The dashboard's feed starts from the snapshot its forked child took: that one is the first every
-    subscriber gets, and the feed creates its Sampler and samples (whole) only when the app asks."""
-    given = Sampler(Settings(), SimulatedSource(gpus=2)).sample(processes=False)
-    source = SimulatedSource(gpus=3)
-    feed = SnapshotFeed(Settings(), source, idle_seconds=3600.0, first_without_processes=True)
-    recorder = Recorder()
-    feed.subscribe(recorder)
-    feed.start_from(given)
-    try:
-        assert feed.wait_first(GUARD) is given and recorder.next().snapshot is given
-        assert feed.sampler is None  # no NVML in this process before it is asked for
-        feed.sample_soon()
-        whole = recorder.next().snapshot
-        assert len(whole.devices) == 3 and not whole.processes_pending and whole.processes
-        assert feed.sampler is not None
-    finally:
-        feed.close()
+    assert feed.sampler is None
+    assert not any(thread.name == "tfgpu-feed" for thread in threading.enumerate())

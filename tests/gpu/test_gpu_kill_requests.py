@@ -49,8 +49,7 @@ def test_a_refused_kill_starts_nothing() -> None:
     feed = make_feed(readonly=True)
     kills = KillRequests(feed)
     feed.start()
-    snapshot = feed.wait_first(GUARD)
-    assert snapshot is not None
+    snapshot = wait_for(lambda: feed.latest, GUARD)
     row = snapshot.processes[0]
     called: list[object] = []
     refusal = kills.start(row, signal.SIGTERM, called.append, called.append)

@@ -1,4 +1,4 @@
-"""The dashboard's start: the feed's first snapshot is on the first frame, the GPU view fits before the first
+"""The app's start: the feed's first snapshot is on the first frame, the GPU view fits before the first
 layout, and the other tabs and the help screen are styled."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.monitor_helpers import shown_pids
-from tests.helpers.waiting import wait_until
+from tests.helpers.waiting import wait_for, wait_until
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.simulated import SimulatedSource
 from tfgpu_tui.gpu.source import GpuReading
@@ -18,6 +18,7 @@ from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.monitor import CHROME_LINES, MonitorTab
+from tfgpu_tui.ui.startup import feed_from_here
 
 GUARD = 60.0  # only bounds a failure
 
@@ -58,7 +59,7 @@ async def test_the_first_frame_shows_the_feeds_first_snapshot_without_sampling_a
     source = CountingSource()
     settings = Settings(demo=True, interval=1.0)
     feed = SnapshotFeed(settings, source).start()
-    assert feed.wait_first(GUARD) is not None
+    wait_for(lambda: feed.latest, GUARD)
     app = TfgpuApp(settings, feed=feed)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -78,7 +79,7 @@ async def test_the_first_snapshot_is_on_the_first_frame_with_no_second_sample() 
     source = OneReadingSource()
     settings = Settings(demo=True, interval=1.0)
     feed = SnapshotFeed(settings, source).start()
-    assert feed.wait_first(GUARD) is not None
+    wait_for(lambda: feed.latest, GUARD)
     app = TfgpuApp(settings, feed=feed)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -91,11 +92,10 @@ async def test_the_first_snapshot_is_on_the_first_frame_with_no_second_sample() 
         source.release.set()
 
 
-async def test_a_first_snapshot_of_the_gpus_alone_is_drawn_and_its_processes_are_read_at_once() -> None:
+async def test_a_first_snapshot_of_the_gpus_alone_is_drawn_and_the_processes_are_read_once_it_is() -> None:
     source = OneReadingSource()
-    settings = Settings(demo=True, interval=3600.0)  # the feed's next sample is an hour away, unless asked
-    feed = SnapshotFeed(settings, source, first_without_processes=True).start()
-    assert feed.wait_first(GUARD) is not None
+    settings = Settings(demo=True, interval=3600.0)  # no second sample before the hour, unless one is taken
+    feed = feed_from_here(settings, source)  # the demo's start (ui/startup.py): the GPUs alone, not started
     app = TfgpuApp(settings, feed=feed)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -103,7 +103,7 @@ async def test_a_first_snapshot_of_the_gpus_alone_is_drawn_and_its_processes_are
             assert app.query_one(StatusHeader).gpu_count == 2 and shown_pids(app) == []
             assert str(app.query_one("#process-caption").render()) == "Processes: reading…"
             assert "Host: CPU and memory reading…" in str(app.query_one("#host-line").render())
-            await wait_until(pilot, lambda: source.reads >= 2, GUARD)  # the app asked for the processes
+            await wait_until(pilot, lambda: source.reads >= 2, GUARD)  # the app started the feed
             source.release.set()
             await wait_until(pilot, lambda: len(shown_pids(app)) == 4, GUARD)
             assert str(app.query_one("#process-caption").render()).startswith("Processes (4)")

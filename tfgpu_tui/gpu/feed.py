@@ -1,12 +1,10 @@
 """The SnapshotFeed: the one sampling thread of a process.
 
-A feed owns the process's Sampler. Its thread creates the Sampler and takes the first snapshot at once (the
-dashboard waits a moment for it, so that its first frame shows the GPUs; its feed reads the GPUs alone for
-that one, and their processes when the frame is drawn and it calls `sample_soon`), unless that first one
-came from elsewhere (`start_from`: the dashboard's forked child); then it samples as often as
-its most demanding subscriber asks (a hidden view asks for no rate: then every `idle_seconds`) and hands
-each frozen Snapshot to every subscriber. The dashboard, `export` and `notify` each own one feed; the
-Monitor, the header, the alerts, the exporter and the notifier subscribe. The kill path beside it is
+A feed owns the process's Sampler. Once started, its thread creates the Sampler, takes a snapshot at once, and
+then samples as often as its most demanding subscriber asks (a hidden view asks for no rate: then every
+`idle_seconds`), handing each frozen Snapshot to every subscriber. A snapshot taken elsewhere can be published
+before it starts (the dashboard's first: ui/startup.py). The dashboard, `export` and `notify` each own one
+feed; the Monitor, the header, the alerts, the exporter and the notifier subscribe. The kill path beside it is
 gpu/kill_requests.py.
 
 Subscribers are called in the feed's thread and must return quickly: a UI posts a message, a headless
@@ -83,46 +81,28 @@ class SnapshotFeed:
         source: GpuSource | None = None,
         sampler: Sampler | None = None,
         idle_seconds: float = IDLE_SECONDS,
-        first_without_processes: bool = False,
     ) -> None:
-        """`first_without_processes`: the first snapshot reads the GPUs alone (Sampler.sample)."""
         self.settings = settings
         self.idle_seconds = idle_seconds
         self._source = source
         self._sampler = sampler
-        self._first_without_processes = first_without_processes
         self._subscriptions: list[Subscription] = []
         self._lock = threading.Lock()  # the subscription list, the latest snapshot and the wake flags
         self._publishing = threading.Lock()  # one delivery at a time, so each subscriber sees them in order
         self._wake = threading.Event()
         self._sample_now = False
         self._stopped = False
-        self._first = threading.Event()
         self._latest: Snapshot | None = None
-        self._given_first = False  # the first snapshot came from elsewhere (`start_from`)
         self._thread: threading.Thread | None = None
 
     # -- life -----------------------------------------------------------------------------------------------
     def start(self) -> SnapshotFeed:
-        """Start the sampling thread (it takes the first snapshot at once); returns the feed."""
-        if self._thread is None:
+        """Start the sampling thread (it takes a snapshot at once); returns the feed. Starting twice does
+        nothing more, and so does starting a closed feed."""
+        if self._thread is None and not self._stopped:
             self._thread = threading.Thread(target=self._run, name="tfgpu-feed", daemon=True)
             self._thread.start()
         return self
-
-    def start_from(self, snapshot: Snapshot) -> SnapshotFeed:
-        """Start with `snapshot`, taken elsewhere (the dashboard's forked child), as the first; the thread
-        then creates the Sampler and takes its own first, whole snapshot when asked (`sample_soon`) or at
-        the end of the period, not at once. Returns the feed."""
-        self._given_first = True
-        self._first_without_processes = False
-        self._publish(snapshot)
-        return self.start()
-
-    def wait_first(self, timeout: float | None = None) -> Snapshot | None:
-        """The first snapshot, waiting up to `timeout` seconds for it (None: it is not taken yet)."""
-        self._first.wait(timeout)
-        return self.latest
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop sampling and release the Sampler (NVML, caches); waits up to `timeout` for the thread. Closing
@@ -197,25 +177,21 @@ class SnapshotFeed:
 
     # -- the thread -----------------------------------------------------------------------------------------
     def _run(self) -> None:
-        if self._given_first:
-            self._wait_after(time.monotonic())
         try:
             if self._sampler is None:
                 self._sampler = Sampler(self.settings, self._source)
         except Exception as error:  # noqa: BLE001 - the contract says it never raises; say so if it does
-            self._publish(self._failure(f"The GPU sampler could not start: {error!r}"))
+            self.publish(self._failure(f"The GPU sampler could not start: {error!r}"))
             return
-        gpus_alone = self._first_without_processes
         while not self._stopped:
             started = time.monotonic()
             try:
-                snapshot = self._sampler.sample(processes=False) if gpus_alone else self._sampler.sample()
+                snapshot = self._sampler.sample()
             except Exception as error:  # noqa: BLE001 - keep the feed (and its process) alive
                 snapshot = self._failure(f"Sampling failed: {error!r}")
-            gpus_alone = False
             if self._stopped:
                 break
-            self._publish(snapshot)
+            self.publish(snapshot)
             self._wait_after(started)
         self._close_sampler()
 
@@ -230,12 +206,13 @@ class SnapshotFeed:
             if now:
                 return
 
-    def _publish(self, snapshot: Snapshot) -> None:
+    def publish(self, snapshot: Snapshot) -> None:
+        """Make `snapshot` the newest and hand it to every subscriber: the thread's own, or one taken
+        elsewhere before the thread starts."""
         with self._publishing:
             with self._lock:
                 self._latest = snapshot
                 subscriptions = list(self._subscriptions)
-            self._first.set()
             for subscription in subscriptions:
                 self._deliver(subscription, snapshot, with_histories=True)
 
@@ -276,13 +253,3 @@ class SnapshotFeed:
         if sampler is not None:
             with contextlib.suppress(Exception):
                 sampler.close()
-
-
-def first_gpus_snapshot(settings: Settings) -> Snapshot:
-    """A snapshot of the GPUs alone (the dashboard's first, taken in a forked child); NVML is shut down
-    after it."""
-    sampler = Sampler(settings)
-    try:
-        return sampler.sample(processes=False)
-    finally:
-        sampler.close()

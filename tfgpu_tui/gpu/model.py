@@ -338,5 +338,5 @@ class Snapshot:
     host: HostStats | None
     alerts: list[Alert]
     sample_ms: float = 0.0
-    processes_pending: bool = False  # the GPUs alone were read (Sampler.sample): processes follow
+    processes_pending: bool = False  # the GPUs alone were read (ui/startup.py): processes follow
     diagnoses: list[Diagnosis] = field(default_factory=list)  # how well the GPUs are used (gpu/efficiency.py)

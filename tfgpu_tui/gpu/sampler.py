@@ -35,6 +35,24 @@ UNRESOLVED_REFUSALS = {
 }
 
 
+def source_for(settings: Settings) -> GpuSource:
+    """The source the settings ask for: the simulation for the demo, else NVML."""
+    if settings.demo:
+        from tfgpu_tui.gpu.simulated import SimulatedSource
+
+        return SimulatedSource(gpus=settings.demo_gpus)
+    from tfgpu_tui.gpu.nvml import NvmlSource
+
+    return NvmlSource()
+
+
+def error_alerts(reading: GpuReading) -> list[Alert]:
+    """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""
+    if reading.error is None:
+        return []
+    return [Alert(AlertKind.NO_GPU, Severity.WARNING, reading.error.message, reading.error.fix)]
+
+
 def _row_order(row: ProcessRow) -> tuple:
     return (row.gpu_index is None, row.gpu_index or 0, -(row.gpu_memory_mib or 0.0), row.pid)
 
@@ -52,14 +70,7 @@ class Sampler:
     ) -> None:
         """`clock` stamps the snapshots; `timer` measures their cost (tests hand in fixed ones)."""
         if source is None:
-            if settings.demo:
-                from tfgpu_tui.gpu.simulated import SimulatedSource
-
-                source = SimulatedSource(gpus=settings.demo_gpus)
-            else:
-                from tfgpu_tui.gpu.nvml import NvmlSource
-
-                source = NvmlSource()
+            source = source_for(settings)
         self.settings = settings
         self.clock = clock
         self.timer = timer
@@ -108,28 +119,22 @@ class Sampler:
         with self._lock:
             return self.history.series(gpu_index, metric)
 
-    def sample(self, processes: bool = True) -> Snapshot:
-        """Take one snapshot (blocking; call from a worker thread). Never raises.
-
-        Without `processes`, only the GPUs are read: the snapshot lists no process and says so
-        (`processes_pending`), and its only alert is a missing GPU's. The dashboard's first frame shows such
-        a snapshot, and asks for a whole one once it is drawn."""
+    def sample(self) -> Snapshot:
+        """Take one snapshot (blocking; call from a worker thread). Never raises."""
         with self._lock:
             started = self.timer()
             reading = self._read()
-            rows: list[ProcessRow] = []
+            rows = self._describe(reading)
+            with contextlib.suppress(Exception):
+                rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
             host = None
-            if processes:
-                rows = self._describe(reading)
-                with contextlib.suppress(Exception):
-                    rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
-                with contextlib.suppress(Exception):
-                    host = self.host.stats()
+            with contextlib.suppress(Exception):
+                host = self.host.stats()
             now = self.clock()
             rows.sort(key=_row_order)
             self.history.add(now, reading.devices)
-            alerts = self._alerts(reading, now, rows) if processes else self._error_alert(reading)
-            diagnoses = self._diagnoses(reading, now, rows) if processes else []
+            alerts = self._alerts(reading, now, rows)
+            diagnoses = self._diagnoses(reading, now, rows)
             alerts += [diagnosis_alert(d) for d in diagnoses if d.kind != "input_bound"]
             devices, rows = self._with_idle_times(reading, rows)
             snapshot = Snapshot(
@@ -142,7 +147,6 @@ class Sampler:
                 host=host,
                 alerts=alerts,
                 sample_ms=(self.timer() - started) * 1000,
-                processes_pending=not processes,
                 diagnoses=diagnoses,
             )
             self.last = snapshot
@@ -196,14 +200,8 @@ class Sampler:
         except Exception:  # a rule's bug must not take the dashboard down
             return []
 
-    def _error_alert(self, reading: GpuReading) -> list[Alert]:
-        """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""
-        if reading.error is None:
-            return []
-        return [Alert(AlertKind.NO_GPU, Severity.WARNING, reading.error.message, reading.error.fix)]
-
     def _alerts(self, reading: GpuReading, now: float, rows: list[ProcessRow]) -> list[Alert]:
-        alerts = self._error_alert(reading)
+        alerts = error_alerts(reading)
         try:
             alerts += self.rules.evaluate(now, reading.devices, rows)
         except Exception as exc:

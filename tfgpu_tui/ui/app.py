@@ -152,8 +152,9 @@ class TfgpuApp(App[None]):
         initial_tab: str = "monitor",
         feed: SnapshotFeed | None = None,
     ) -> None:
-        """`feed`: the one the command line started before Textual loaded (so the first frame shows the
-        GPUs), else one is made; the app starts it and closes it when it ends."""
+        """`feed`: the one the dashboard's start made (ui/startup.py), else one is made; the app starts it
+        once its first frame is drawn, so that sampling does not delay that frame, and closes it when it
+        ends."""
         super().__init__()
         self.settings = settings or Settings()
         self.feed = feed or SnapshotFeed(self.settings)
@@ -168,9 +169,6 @@ class TfgpuApp(App[None]):
         self._mounting: dict[str, AwaitMount] = {}  # tabs built after start-up, until they are mounted
         self._bar = TabBar([(spec.tab_id, spec.title) for spec in self._specs], initial_tab)
         self._footer = KeyFooter()
-
-    def on_load(self) -> None:
-        self.feed.start()
 
     @property
     def active_tab(self) -> str:
@@ -231,6 +229,7 @@ class TfgpuApp(App[None]):
         subscribe(self, self.feed)  # the GPU alerts, for the header on every tab
         if (latest := self.feed.latest) is not None:
             self._take_snapshot(latest)
+        self.call_after_refresh(self.feed.start)
         # The shown tab's main widget, not the first focusable one that Textual may have focused: before the
         # first frame, so a key pressed once it shows reaches the tab.
         if (shown := self._tabs.get(self._active)) is not None:
@@ -260,14 +259,12 @@ class TfgpuApp(App[None]):
         self._take_snapshot(message.update.snapshot)
 
     def _take_snapshot(self, snapshot: Snapshot) -> None:
-        """Take the snapshot's alerts; one of the GPUs alone (the first) has the feed read their processes
-        as soon as it is drawn, not at its next period."""
+        """Take the snapshot's alerts; one with the processes read also goes to the tabs (the Training tab's
+        report card)."""
         self._take_gpu_alerts(snapshot)
         if not snapshot.processes_pending:
             for tab in self._tabs.values():
-                tab.observe_gpus(snapshot)  # the Training tab's report card
-        if snapshot.processes_pending:
-            self.call_after_refresh(self.feed.sample_soon)
+                tab.observe_gpus(snapshot)
 
     def _take_gpu_alerts(self, snapshot: Snapshot) -> None:
         """The snapshot's alerts, with short titles, become the GPU source's alerts when they change; the
