@@ -46,6 +46,19 @@ def source_for(settings: Settings) -> GpuSource:
     return NvmlSource()
 
 
+def read_gpus(source: GpuSource) -> GpuReading:
+    """The source's reading; a source that raises reads as no GPU, with why."""
+    try:
+        return source.read()
+    except Exception as exc:  # a source bug must not take the dashboard down
+        return GpuReading(
+            NvmlUnavailable(
+                "unknown", f"Reading the GPUs failed: {exc}", "Run `nvidia-smi` to check the driver"
+            ),
+            None,
+        )
+
+
 def error_alerts(reading: GpuReading) -> list[Alert]:
     """Why there is no GPU to monitor, as an alert (none when the GPUs were read)."""
     if reading.error is None:
@@ -123,7 +136,7 @@ class Sampler:
         """Take one snapshot (blocking; call from a worker thread). Never raises."""
         with self._lock:
             started = self.timer()
-            reading = self._read()
+            reading = read_gpus(self.source)
             rows = self._describe(reading)
             with contextlib.suppress(Exception):
                 rows += self.host.cpu_tensorflow({row.pid for row in rows if row.local})
@@ -171,17 +184,6 @@ class Sampler:
                 for row in rows
             ]
         return devices, rows
-
-    def _read(self) -> GpuReading:
-        try:
-            return self.source.read()
-        except Exception as exc:  # a source bug must not take the dashboard down
-            return GpuReading(
-                NvmlUnavailable(
-                    "unknown", f"Reading the GPUs failed: {exc}", "Run `nvidia-smi` to check the driver"
-                ),
-                None,
-            )
 
     def _describe(self, reading: GpuReading) -> list[ProcessRow]:
         try:

@@ -22,7 +22,7 @@ from functools import partial
 
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.model import Snapshot
-from tfgpu_tui.gpu.sampler import error_alerts, source_for
+from tfgpu_tui.gpu.sampler import error_alerts, read_gpus, source_for
 from tfgpu_tui.gpu.source import GpuSource
 from tfgpu_tui.settings import Settings
 
@@ -35,7 +35,7 @@ def gpus_alone(source: GpuSource) -> Snapshot:
     """A snapshot of the GPUs alone: it lists no process and says so (`processes_pending`), and its only
     alert is a missing GPU's."""
     started = time.perf_counter()
-    reading = source.read()
+    reading = read_gpus(source)
     return Snapshot(
         timestamp=time.time(),
         simulated=source.simulated,
