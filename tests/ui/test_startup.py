@@ -1,7 +1,15 @@
-"""The dashboard's start (ui/startup.py): its first snapshot reads the GPUs alone, and a feed made from it
-publishes that snapshot before it samples."""
+"""The dashboard's start (ui/startup.py): its first snapshot reads the GPUs alone, in a forked child where
+it can, and a feed made from it publishes that snapshot before it samples."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from tests.helpers.waiting import wait_for
 from tfgpu_tui.gpu.feed import FeedUpdate
@@ -48,3 +56,30 @@ def test_a_feed_from_here_has_published_the_first_snapshot_and_samples_its_sourc
         assert feed.sampler is not None and feed.sampler.source is source
     finally:
         feed.close()
+
+
+@pytest.mark.e2e
+def test_the_dashboards_first_snapshot_comes_from_a_forked_child_and_this_process_loads_no_nvml(
+    fakenvml_lib_dir: Path, tmp_path: Path
+) -> None:
+    """A fresh interpreter (one thread, so it may fork) on the scripted NVML: the feed's first snapshot
+    shows the GPUs alone, the UI is imported, and pynvml was loaded by the child only."""
+    scenario = tmp_path / "scenario.txt"
+    scenario.write_text('device name="NVIDIA H200"\ndevice name="NVIDIA H200"\n')
+    env = {**os.environ, "LD_LIBRARY_PATH": str(fakenvml_lib_dir), "FAKE_NVML_SCENARIO": str(scenario)}
+    code = (
+        "import json, sys\n"
+        "from tfgpu_tui.settings import Settings\n"
+        "from tfgpu_tui.ui.startup import dashboard_feed\n"
+        "feed = dashboard_feed(Settings())\n"
+        "first = feed.latest\n"
+        "print(json.dumps([[d.name for d in first.devices], first.processes_pending, feed.sampler is None,\n"
+        "    'pynvml' in sys.modules, 'tfgpu_tui.ui.app' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=GUARD
+    )
+    assert done.returncode == 0, done.stderr
+    names, pending, not_sampled, nvml_here, ui_imported = json.loads(done.stdout.splitlines()[-1])
+    assert names == ["NVIDIA H200", "NVIDIA H200"] and pending and not_sampled
+    assert not nvml_here and ui_imported

@@ -12,7 +12,7 @@ first frame shows no GPU until the feed's first sample.
 The feed publishes that snapshot before it samples; the app starts the feed's sampling once its first frame
 is drawn, and the feed's first sample reads the processes too.
 
-This module loads neither Textual nor pynvml until `run_dashboard` needs them.
+This module loads neither Textual nor pynvml until `dashboard_feed` needs them.
 """
 
 from __future__ import annotations
@@ -69,14 +69,23 @@ def feed_from_here(settings: Settings, source: GpuSource | None = None) -> Snaps
     return feed
 
 
-def run_dashboard(settings: Settings) -> None:
-    """Run the interactive dashboard until it ends (the app closes the feed as it ends)."""
+def dashboard_feed(settings: Settings) -> SnapshotFeed:
+    """The dashboard's feed, not started, with its first snapshot published where one came in time; the UI
+    (the app module) is imported meanwhile."""
     from tfgpu_tui.proc.spawn import fork_call
 
     child = None if settings.demo else fork_call(partial(_read_and_close, settings))
     feed = feed_from_here(settings) if child is None else SnapshotFeed(settings)
-    from tfgpu_tui.ui.app import TfgpuApp  # while the child, if any, reads the GPUs on another core
+    import tfgpu_tui.ui.app  # noqa: F401 - while the child, if any, reads the GPUs on another core
 
     if child is not None and (first := child.result(FIRST_SNAPSHOT_SECONDS)) is not None:
         feed.publish(first)
+    return feed
+
+
+def run_dashboard(settings: Settings) -> None:
+    """Run the interactive dashboard until it ends (the app closes the feed as it ends)."""
+    feed = dashboard_feed(settings)
+    from tfgpu_tui.ui.app import TfgpuApp
+
     TfgpuApp(settings, feed=feed).run()
