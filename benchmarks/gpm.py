@@ -3,8 +3,8 @@
 
 Method: 8 H200s (Hopper: GPM) with 64 real sleeping PIDs, as fakenvml's scenario_8x64.py; a second scenario
 identical but for `gpm=0` on every GPU (NVML says GPM is not supported, so nothing GPM is read). One process
-loads fakenvml (before pynvml) and times `Sampler.sample(processes=False)` (every GPU's NVML reading, history
-and the model; the host's process scan is the same on both sides and left out) --samples times per side,
+loads fakenvml (before pynvml) and times `NvmlSource.read()` (every GPU's NVML reading, GPM's included; the
+Sampler's history and process scan are the same on both sides and left out) --samples times per side,
 0.12 s apart (GPM compares two samples at least 100 ms apart: every GPM sample here is compared), after 5
 uncounted warm-up samples. The sides take turns --rounds times, so that a shared VM's drift falls on both.
 
@@ -55,26 +55,24 @@ def scenario(pids: list[int], gpm: bool) -> str:
 
 
 def timed_samples(path: Path, count: int) -> list[float]:
-    """Milliseconds of `count` GPU samples of a fresh Sampler on the scenario at `path`."""
+    """Milliseconds of `count` GPU readings of a fresh source on the scenario at `path`."""
     from tfgpu_tui.gpu.nvml import NvmlSource
-    from tfgpu_tui.gpu.sampler import Sampler
-    from tfgpu_tui.settings import Settings
 
     os.environ["FAKE_NVML_SCENARIO"] = str(path)
-    sampler = Sampler(Settings(), NvmlSource(), host=None)
+    source = NvmlSource()
     try:
         times = []
         for index in range(WARMUP + count):
             time.sleep(PACE_SECONDS)
             started = time.perf_counter()
-            snapshot = sampler.sample(processes=False)
+            reading = source.read()
             elapsed = (time.perf_counter() - started) * 1000
             if index >= WARMUP:
                 times.append(elapsed)
-        assert snapshot.error is None and len(snapshot.devices) == GPUS, snapshot.error
+        assert reading.error is None and len(reading.devices) == GPUS, reading.error
         return times
     finally:
-        sampler.close()
+        source.close()
 
 
 def check_sides(with_gpm: Path, without: Path) -> None:
