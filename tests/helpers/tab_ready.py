@@ -1,6 +1,7 @@
 """What each tab must show before its picture is taken or its lines are read (the snapshot and
-values-whole tests), on the demo. The waits are hang guards, generous for a loaded machine: under two CPU
-hogs and a test suite (load 12 on 2 cores) the Environment tab took over 20 s to finish its checks."""
+values-whole tests), on the demo: each waits for that state, then for what it scheduled to run. The waits
+are hang guards, generous for a loaded machine: under two CPU hogs and a test suite (load 12 on 2 cores)
+the Environment tab took over 20 s to finish its checks."""
 
 from __future__ import annotations
 
@@ -13,13 +14,23 @@ from tests.helpers.waiting import wait_until
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
+from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
 from tfgpu_tui.ui.widgets.probe_form import ProbeForm, columns_that_fit
+from tfgpu_tui.ui.widgets.training_plots import EpochLossPlot
+
+
+async def settled(pilot: Pilot) -> None:
+    """What the last state change scheduled has run: its animations, then the refresh they asked for."""
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
 
 
 async def monitor_ready(pilot: Pilot) -> None:
     tab = pilot.app.query_one(MonitorTab)
     await wait_until(pilot, lambda: tab.snapshot is not None and pilot.app.all_alerts, timeout=60)
-    await pilot.pause(1.0)
+    plots = list(tab.query(HistoryPlot))  # where the screen has room for them: each drawn with its history
+    await wait_until(pilot, lambda: all(plot.history is not None for plot in plots), timeout=60)
+    await settled(pilot)
 
 
 async def environment_ready(pilot: Pilot) -> None:
@@ -34,26 +45,30 @@ async def environment_ready(pilot: Pilot) -> None:
         return finding is not None and finding.id == "cuda_libraries" and top <= table.cursor_row < top + rows
 
     await wait_until(pilot, revealed, timeout=60)
-    await pilot.wait_for_scheduled_animations()
-    await pilot.pause(0.5)
+    await settled(pilot)
 
 
 async def training_ready(pilot: Pilot) -> None:
     table = pilot.app.query_one(EpochTable)
-    await wait_until(pilot, lambda: table.row_count >= 1, timeout=60)
-    await pilot.pause(2.5)  # the plots are drawn at most every 2 s
+    epochs = pilot.app.query_one(EpochLossPlot)
+    await wait_until(
+        pilot, lambda: table.row_count >= 1 and epochs.epochs_drawn == table.row_count, timeout=60
+    )
+    # The demo's log is still being read in: the plots follow at most every 2 s (PLOT_REDRAW_SECONDS), and
+    # what they show then has no state of its own to wait for.
+    await pilot.pause(2.5)
 
 
 async def probe_ready(pilot: Pilot) -> None:
     form = pilot.app.query_one(ProbeForm)
 
-    def settled() -> bool:  # as many groups a row as fit
+    def columns_settled() -> bool:  # as many groups a row as fit
         widths = [group.outer_size.width for group in form.query(".form-group")]
         wanted = columns_that_fit(widths, form.content_region.width) if all(widths) else 0
         return form.styles.grid_size_columns == wanted
 
-    await wait_until(pilot, settled, timeout=60)
-    await pilot.pause(0.5)
+    await wait_until(pilot, columns_settled, timeout=60)
+    await settled(pilot)
 
 
 READY: dict[str, Callable[[Pilot], object]] = {

@@ -46,6 +46,7 @@ class EpochLossPlot(_LossPlot):
     DEFAULT_CSS = """
     EpochLossPlot { height: 1fr; width: 1fr; min-width: 30; }
     """
+    epochs_drawn = 0  # the epochs of the last `show` (what a test waits for)
 
     def show(self, epochs: Sequence[EpochRecord]) -> None:
         """Plot these epochs."""
@@ -64,6 +65,7 @@ class EpochLossPlot(_LossPlot):
                 values += ys
                 drawn.append(f"{EPOCH_LEGEND[name]} {name}")
         self._y_axis(values)
+        self.epochs_drawn = len(epochs)
         self.marked_epochs = changes = [e.epoch for e in epochs if e.lr_change is not None]
         for epoch in changes:
             plt.vline(epoch, "magenta")
