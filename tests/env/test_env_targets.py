@@ -109,6 +109,10 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
 
     monkeypatch.setenv("VIRTUAL_ENV", str(bare_venv))
     monkeypatch.setattr(SharedInterpreter, "find_jobs", staticmethod(list))  # no job of the machine's
+    # nor the machine's running Pythons (another of this interpreter would be listed as running, not own)
+    monkeypatch.setattr(
+        SharedInterpreter, "find_interpreters", staticmethod(lambda: picker_candidates(running=list))
+    )
     facts, inspection = (
         demo_recording()
     )  # a recorded environment: this test is about which interpreter is asked
