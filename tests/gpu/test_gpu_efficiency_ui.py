@@ -35,8 +35,13 @@ async def test_activity_on_each_gpu_keeps_every_process_row_at_80x24(scenario, s
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.query_one(ProcessTable)
         await wait_until(pilot, lambda: len(table.rows_shown) == 5, timeout=TIMEOUT)
-        await wait_until(pilot, lambda: any("SM 8 %" in line for line in screen_lines(app)), timeout=TIMEOUT)
-        screen = screen_lines(app)
+
+        def drawn() -> list[str]:  # the activity and every process row, as drawn
+            screen = screen_lines(app)
+            rows = all(any(str(job.pid) in line for line in screen) for job in jobs)
+            return screen if rows and any("SM 8 %" in line for line in screen) else []
+
+        screen = await wait_until(pilot, drawn, timeout=TIMEOUT)
         h100 = next(line for line in screen if " H100" in line)
         assert "SM 8 %" in h100  # on the GPU's own line, not a line of its own
         a100 = next(line for line in screen if "A100" in line)
@@ -52,7 +57,8 @@ async def test_a_diagnosis_is_an_alert_and_e_explains_it(scenario, sleepers) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         panel = app.query_one(AlertsPanel)
         await wait_until(pilot, lambda: any(a.kind == "busy_not_working" for a in panel.ordered), TIMEOUT)
-        assert any("SMs mostly idle: GPU 0" in line for line in screen_lines(app))
+        # as drawn: the screen follows the panel's alerts a frame later
+        await wait_until(pilot, lambda: any("SMs mostly idle: GPU 0" in line for line in screen_lines(app)))
         app.query_one(MonitorTab).action_focus_alerts()
         await pilot.pause()
         while panel.selected is not None and panel.selected.kind != "busy_not_working":
@@ -66,6 +72,8 @@ async def test_a_diagnosis_is_an_alert_and_e_explains_it(scenario, sleepers) -> 
         await wait_until(pilot, lambda: "one tiny kernel at a time reads 100 %" in text(), timeout=TIMEOUT)
         assert "97 % utilisation, but only 8 % of its SMs" in text() and "jit_compile=True" in text()
         assert "SMs mostly idle (GPU 0)" in text()
-        assert any("Found: GPU 0 reads 97 % utilisation" in line for line in screen_lines(app))  # on screen
+        await wait_until(  # on screen, a frame after the text
+            pilot, lambda: any("Found: GPU 0 reads 97 % utilisation" in line for line in screen_lines(app))
+        )
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, DiagnosisScreen))

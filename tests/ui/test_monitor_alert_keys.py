@@ -67,7 +67,13 @@ async def test_each_alert_shows_the_keys_that_act_on_it() -> None:
         await wait_for_table(pilot)
         panel = app.query_one(AlertsPanel)
         await wait_until(pilot, lambda: len(panel.ordered) == 3, timeout=60)
-        rows = [line for line in screen_lines(app) if line.startswith((" CRIT ", " WARN ", " INFO "))]
+
+        def alert_rows() -> list[str]:  # as drawn: the screen follows the panel's alerts a frame later
+            rows = [line for line in screen_lines(app) if line.startswith((" CRIT ", " WARN ", " INFO "))]
+            drawn = any("CPU fallback" in row for row in rows) and any("Stale VRAM" in row for row in rows)
+            return rows if drawn else []
+
+        rows = await wait_until(pilot, alert_rows, timeout=60)
         fallback = next(line for line in rows if "CPU fallback" in line)
         stale = next(line for line in rows if "Stale VRAM" in line)
         assert fallback.rstrip().endswith("[k kill][e explain]"), fallback
