@@ -48,6 +48,15 @@ def _private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 NO_DRIVER = "error init=LIBRARY_NOT_FOUND\n"
 
 
+@pytest.fixture
+def quick_simulated_trials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's probe trials without their pause (0.4 s each, so a person sees the table fill): for the
+    tests that need a whole simulated probe's result, not its pace."""
+    from tfgpu_tui.probe import simulated
+
+    monkeypatch.setattr(simulated, "TRIAL_SECONDS", 0.0)
+
+
 @pytest.fixture(scope="session")
 def fakenvml_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build fakenvml into a temporary directory (for child processes: put it on LD_LIBRARY_PATH)."""

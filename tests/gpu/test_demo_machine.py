@@ -8,6 +8,7 @@ import json
 import signal
 from dataclasses import asdict
 
+import pytest
 from textual.widgets import DataTable, Static
 
 from tests.helpers.waiting import wait_until
@@ -65,6 +66,7 @@ def test_simulated_trials_run_out_of_memory_where_the_simulated_gpu_does() -> No
     assert gpus.budget("GPU:7").mb is None
 
 
+@pytest.mark.usefixtures("quick_simulated_trials")
 async def test_every_tab_of_the_demo_is_usable_and_says_simulated() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(120, 40)) as pilot:

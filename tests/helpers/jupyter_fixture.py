@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 from tests.helpers.notebook_server import JupyterServer
@@ -16,6 +17,7 @@ from tests.helpers.waiting import wait_for
 
 NOTEBOOK = "work/analysis.ipynb"
 HELD_MIB = 18432
+STALE_AFTER_SECONDS = 0.5  # longer than the tests' stale threshold (stale_minutes = 0.005: 0.3 s)
 
 
 async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
@@ -34,6 +36,16 @@ async def _open_and_close_notebook_tab(server: dict, kernel_id: str) -> None:
     raise AssertionError("the kernel never reported idle")
 
 
+def idle_seconds(server: JupyterServer, kernel_id: str) -> float:
+    """How long the kernel has been idle by the server's own record (0 while it is busy)."""
+    kernel = server.api("GET", f"api/kernels/{kernel_id}")
+    assert isinstance(kernel, dict)
+    if kernel["execution_state"] != "idle":
+        return 0.0
+    last = datetime.fromisoformat(kernel["last_activity"].replace("Z", "+00:00"))
+    return (datetime.now(timezone.utc) - last).total_seconds()
+
+
 def idle_notebook_session(base: Path) -> Iterator[dict[str, object]]:
     """A real jupyter_server (a non-root base_url) in `base` with one notebook session whose tab has come and
     gone; yields the server's URL, token and runtime dir, the kernel's id and PID, and the server itself."""
@@ -43,8 +55,7 @@ def idle_notebook_session(base: Path) -> Iterator[dict[str, object]]:
         kernel_id = server.open_notebook(NOTEBOOK)
         info = {"url": server.url, "token": server.token}
         asyncio.run(_open_and_close_notebook_tab(info, kernel_id))
-        wait_for(lambda: server.api("GET", f"api/kernels/{kernel_id}")["execution_state"] == "idle", 60)  # type: ignore[index]
-        time.sleep(0.5)  # idle a moment longer than the tests' stale threshold
+        wait_for(lambda: idle_seconds(server, kernel_id) > STALE_AFTER_SECONDS, 60)
         (pid,) = server.kernel_pids(kernel_id)
         yield {**info, "runtime": server.runtime, "kernel_id": kernel_id, "pid": pid, "server": server}
     finally:

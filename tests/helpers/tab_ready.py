@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.ui.environment import EnvironmentTab
 from tfgpu_tui.ui.monitor import MonitorTab
+from tfgpu_tui.ui.training import TrainingTab
 from tfgpu_tui.ui.widgets.epoch_table import EpochTable
 from tfgpu_tui.ui.widgets.history_plot import HistoryPlot
 from tfgpu_tui.ui.widgets.probe_form import ProbeForm, columns_that_fit
@@ -49,14 +50,15 @@ async def environment_ready(pilot: Pilot) -> None:
 
 
 async def training_ready(pilot: Pilot) -> None:
+    tab = pilot.app.query_one(TrainingTab)
     table = pilot.app.query_one(EpochTable)
     epochs = pilot.app.query_one(EpochLossPlot)
     await wait_until(
-        pilot, lambda: table.row_count >= 1 and epochs.epochs_drawn == table.row_count, timeout=60
+        pilot,
+        lambda: table.row_count >= 1 and epochs.epochs_drawn == table.row_count and tab.plots_show_latest,
+        timeout=60,
     )
-    # The demo's log is still being read in: the plots follow at most every 2 s (PLOT_REDRAW_SECONDS), and
-    # what they show then has no state of its own to wait for.
-    await pilot.pause(2.5)
+    await settled(pilot)
 
 
 async def probe_ready(pilot: Pilot) -> None:

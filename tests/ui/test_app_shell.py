@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from textual.command import CommandList
+
+from tests.helpers.tab_ready import settled
+from tests.helpers.waiting import wait_until
 from tfgpu_tui.alerts import Alert, Severity, most_urgent
+from tfgpu_tui.notify.status import status_path, write_status
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.header import StatusHeader
 from tfgpu_tui.ui.help_screen import HelpScreen
 from tfgpu_tui.ui.messages import AlertsChanged
 from tfgpu_tui.ui.tab_base import DashboardTab
+from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
+from tfgpu_tui.ui.widgets.process_table import ProcessTable
+from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
 
 async def test_tabs_switch_with_number_keys() -> None:
@@ -17,18 +25,12 @@ async def test_tabs_switch_with_number_keys() -> None:
         assert app.active_tab == "monitor"
         for key, tab_id in (("1", "environment"), ("3", "training"), ("4", "probe"), ("2", "monitor")):
             await pilot.press(key)
-            for _ in range(100):  # bounded wait: the switch and the refocus take a few frames under load
-                if app.active_tab == tab_id and app.focused is not None:
-                    break
-                await pilot.pause(0.05)
-            assert app.active_tab == tab_id
+            await wait_until(pilot, lambda tab=tab_id: app.active_tab == tab and app.focused is not None)
             shown = [tab.id for tab in app.query(DashboardTab) if tab.display]
             assert shown == [f"{tab_id}-tab"] and app.focused in app.query_one(f"#{tab_id}-tab").query("*")
 
 
 async def test_the_shown_tabs_number_gives_its_table_back_the_focus() -> None:
-    from tests.helpers.waiting import wait_until
-    from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
@@ -43,13 +45,11 @@ async def test_the_shown_tabs_number_redraws_the_footer() -> None:
     """Textual's footer skips updates while the app is blurred (a web session in a background tab), so the
     focus may settle on the shown tab without its keys in the footer; pressing that tab's number, which
     changes no focus, redraws the footer."""
-    from tests.helpers.waiting import wait_until
-    from tfgpu_tui.ui.widgets.process_table import ProcessTable
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: isinstance(app.focused, ProcessTable))
-        await pilot.pause(0.3)
+        await settled(pilot)  # the redraws that focus scheduled have run
         redraws: list[object] = []
         app.screen.bindings_updated_signal.subscribe(app.screen, redraws.append)
         await pilot.press("2")
@@ -93,9 +93,6 @@ async def test_q_quits() -> None:
 
 
 async def test_command_palette_switches_tab() -> None:
-    from textual.command import CommandList
-
-    from tests.helpers.waiting import wait_until
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
@@ -116,27 +113,19 @@ async def test_command_palette_switches_tab() -> None:
 
 
 async def test_header_says_where_a_running_notify_sends(tmp_path, monkeypatch) -> None:
-    from tfgpu_tui.notify.status import status_path, write_status
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     write_status(status_path(), ["ntfys", "slack"])  # this process plays the running notify
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test(size=(120, 24)) as pilot:
         header = app.query_one(StatusHeader)
-        for _ in range(100):  # bounded: the first snapshot reaches the header within a few frames
-            if header.notify_line:
-                break
-            await pilot.pause(0.05)
+        await wait_until(pilot, lambda: header.notify_line)  # the first snapshot reaches the header
         assert "notify → ntfys, slack" in str(header.render())
 
 
 async def test_a_late_tab_activation_leaves_the_focus_where_a_key_put_it() -> None:
     """A click on the shown tab's title can be handled after a key (`a`) has moved the focus inside the tab;
     the focus stays where the key put it (in tmux, under load, it once went back to the process table)."""
-    from tests.helpers.waiting import wait_until
-    from tfgpu_tui.ui.widgets.alerts_panel import AlertsPanel
-    from tfgpu_tui.ui.widgets.process_table import ProcessTable
-    from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test() as pilot:
@@ -156,7 +145,6 @@ async def test_a_late_tab_activation_leaves_the_focus_where_a_key_put_it() -> No
 
 
 def test_the_tab_bar_knows_which_title_is_under_a_column() -> None:
-    from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
     bar = TabBar([("environment", "Environment"), ("monitor", "Monitor")], "monitor")
     assert bar.spans() == [("environment", 0, 13), ("monitor", 13, 22)]  # each title with a cell each side
@@ -165,8 +153,6 @@ def test_the_tab_bar_knows_which_title_is_under_a_column() -> None:
 
 
 async def test_the_tab_bar_marks_the_shown_tab_and_a_click_on_a_title_shows_it() -> None:
-    from tests.helpers.waiting import wait_until
-    from tfgpu_tui.ui.widgets.tab_bar import TabBar
 
     app = TfgpuApp(Settings(demo=True))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Static
 
 from tests.helpers.paths import FIXTURES
+from tests.helpers.tab_ready import probe_ready
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
@@ -188,7 +189,7 @@ async def test_batch_probe_controls_reachable_by_tab_and_scrolled_into_view(size
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=size) as pilot:
         await wait_until(pilot, lambda: app.focused is app.query_one("#probe-start"))  # the tab's default
-        await pilot.pause(0.3)
+        await probe_ready(pilot)  # the form laid out
         model = app.query_one("#probe-model", Input)
         await wait_until(pilot, lambda: model.focus() and app.focused is model)
         reached = []

@@ -74,6 +74,7 @@ async def test_the_epoch_plot_has_a_marker_per_series_and_its_legend_in_the_titl
         assert any("x" in line for line in canvas) and any(set(line) & set("⠉⠒⠤⣀⢄⠑") for line in canvas)
 
 
+@pytest.mark.usefixtures("quick_simulated_trials")
 async def test_the_probe_plot_has_whole_number_axes_and_its_legend_in_the_title() -> None:
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 48)) as pilot:

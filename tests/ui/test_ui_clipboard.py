@@ -59,6 +59,7 @@ async def probe_result(app: TfgpuApp, pilot) -> BatchProbeTab:
     return tab
 
 
+@pytest.mark.usefixtures("quick_simulated_trials")
 async def test_in_jupyters_terminal_c_says_nothing_was_copied_and_shows_the_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -85,6 +86,7 @@ async def test_in_jupyters_terminal_c_says_nothing_was_copied_and_shows_the_text
         assert app.query_one(BatchProbeTab) is tab
 
 
+@pytest.mark.usefixtures("quick_simulated_trials")
 async def test_elsewhere_c_says_it_was_sent_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
     jupyter_terminal(monkeypatch, inside=False)
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")

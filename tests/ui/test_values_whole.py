@@ -14,7 +14,7 @@ from textual_plotext import PlotextPlot
 
 from tests.helpers.screen_text import screen_lines
 from tests.helpers.tab_ready import READY as SNAPSHOT_READY
-from tests.helpers.tab_ready import probe_ready
+from tests.helpers.tab_ready import probe_ready, settled
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
@@ -47,7 +47,8 @@ async def test_a_running_trial_reads_running_at_80x24() -> None:
         assert (
             table.columns[next(k for k in table.columns if k.value == "result")].get_render_width(table) >= 7
         )
-        await wait_until(pilot, lambda: tab.result is not None and not tab.running, timeout=60)
+        await pilot.press("escape")  # cancels the rest
+        await wait_until(pilot, lambda: not tab.running, timeout=60)
 
 
 async def test_the_probe_plot_gives_way_to_its_table_under_30_lines() -> None:
@@ -104,8 +105,14 @@ async def environment_done(pilot: Pilot) -> None:
     """Every check run, the findings listed with the first one's detail."""
     tab = pilot.app.query_one(EnvironmentTab)
     table = tab.query_one("#env-findings", DataTable)
-    await wait_until(pilot, lambda: tab.report is not None and tab.report.complete and table.row_count, 60)
-    await pilot.pause(0.5)
+    detail = tab.query_one(FindingDetail)
+
+    def shown() -> bool:
+        finding = tab.selected_finding()
+        return bool(tab.report and tab.report.complete and table.row_count) and detail.finding is finding
+
+    await wait_until(pilot, shown, 60)
+    await settled(pilot)
 
 
 async def probe_done(pilot: Pilot) -> None:
@@ -125,6 +132,7 @@ READY: dict[str, Callable[[Pilot], object]] = {
 }
 
 
+@pytest.mark.usefixtures("quick_simulated_trials")
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 @pytest.mark.parametrize("tab", list(READY))
 async def test_no_value_is_cut_on_any_line(tab: str, size: tuple[int, int]) -> None:

@@ -89,11 +89,11 @@ class SimulatedTrialRunner(TrialRunner):
     """A TrialRunner whose trials are computed, not run: no child, no TensorFlow."""
 
     def __init__(
-        self, request: ProbeRequest, gpus: SimulatedGpus, trial_seconds: float = TRIAL_SECONDS
+        self, request: ProbeRequest, gpus: SimulatedGpus, trial_seconds: float | None = None
     ) -> None:
         super().__init__(request)
         self.gpus = gpus
-        self.trial_seconds = trial_seconds
+        self.trial_seconds = TRIAL_SECONDS if trial_seconds is None else trial_seconds
 
     def run_trial(self, batch_size: int) -> Trial:
         """One simulated trial: after `trial_seconds` (cancellable), the model's peak at this batch, out of

@@ -53,6 +53,18 @@ PICK_RESCAN_SECONDS = 10.0  # while the pick list is open and empty
 PLOT_REDRAW_SECONDS = 2.0  # the plots are redrawn at most this often while the log grows
 
 
+def plots_key(run: TrainingSnapshot) -> tuple:
+    """What the two plots are drawn from: a redraw is due when it changes."""
+    epochs = run.latest_fit_epochs()
+    return (
+        len(epochs),
+        id(epochs[-1]) if epochs else None,
+        len(run.curve),
+        run.curve[-1:],
+        run.current.epoch,
+    )
+
+
 @dataclass
 class LogsFound(Message):
     """The logs of the running TensorFlow processes, from the scan worker."""
@@ -304,19 +316,19 @@ class TrainingTab(DashboardTab):
         """Redraw the two plots when their data changed, at most every PLOT_REDRAW_SECONDS (plotext redraws
         are the tab's main cost); `force` redraws now (the tab was just shown)."""
         epochs = run.latest_fit_epochs()
-        key = (
-            len(epochs),
-            id(epochs[-1]) if epochs else None,
-            len(run.curve),
-            run.curve[-1:],
-            run.current.epoch,
-        )
+        key = plots_key(run)
         now = time.monotonic()
         if key == self._plots_key or (not force and now - self._plots_drawn_at < PLOT_REDRAW_SECONDS):
             return
         self._plots_key, self._plots_drawn_at = key, now
         self.query_one(EpochLossPlot).show(epochs)
         self.query_one(StepLossPlot).show(run.curve, run.current.epoch)
+
+    @property
+    def plots_show_latest(self) -> bool:
+        """Whether the plots show the latest state of the log (they lag it by up to PLOT_REDRAW_SECONDS while
+        it grows; the feed's quiet updates bring them level once it stops)."""
+        return self.run is not None and self._plots_key == plots_key(self.run)
 
     def _draw_table(self, run: TrainingSnapshot) -> None:
         self.query_one(EpochTable).show(run.epochs)

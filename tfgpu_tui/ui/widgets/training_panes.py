@@ -21,6 +21,7 @@ from tfgpu_tui.ui.widgets.styled_text import ACCENT, ERROR, SUCCESS, WARNING, St
 TONE_STYLE = {"": "", "strong": "bold", "good": SUCCESS, "bad": ERROR}
 MAX_QUOTED_CHARS = 600  # of the log line quoted under a problem (a TensorFlow OOM line with its shape fits)
 SEVERITY_STYLE = {Severity.CRITICAL: ERROR, Severity.WARNING: WARNING, Severity.INFO: SUCCESS}
+MAX_LOG_LINES_SHOWN = 200  # the log's last lines kept for the pane (it shows those that fit)
 
 
 class RunStatus(Static):
@@ -166,10 +167,11 @@ class LogLines(Static):
     lines: list[str] = []
 
     def show(self, run: TrainingSnapshot) -> None:
-        self.lines = run.view_lines()[-max(self.size.height, 5) :]
+        self.lines = run.view_lines()[-MAX_LOG_LINES_SHOWN:]
         self.refresh()
 
     def render(self) -> Text:
-        """Each line in whole words at the current width (a cut line ends in " …")."""
-        width = self.content_size.width
-        return Text("\n".join(whole_words(line, width) for line in self.lines), no_wrap=True)
+        """The last lines that fit the pane as it is now, each in whole words at its width (a cut line ends
+        in " …")."""
+        width, height = self.content_size.width, max(self.content_size.height, 1)
+        return Text("\n".join(whole_words(line, width) for line in self.lines[-height:]), no_wrap=True)
