@@ -48,7 +48,13 @@ def test_inside_a_container_the_tensorflow_job_is_named_and_the_near_misses_stay
     assert data is not None, (world.get("errors"), world.get("gpus_stderr"), world.get("log_tail"))
     train = next(h for h in world["pids"]["holders"] if h["spec"].get("cmd") == "train.py")
     found = {(d["kind"], d["gpu_index"], d["pid"]) for d in data["diagnoses"]}
-    assert found == {("tensor_cores_idle", 0, train["pid"]), ("busy_not_working", 1, None)}, data["diagnoses"]
+    seen = {  # what the diagnoses rest on, should they differ
+        "diagnoses": data["diagnoses"],
+        "gpu0": [r for r in data["processes"] if r["gpu_index"] == 0],
+        "activity": [d["activity"] for d in data["devices"]],
+        "sampled_seconds": data.get("sampled_seconds"),
+    }
+    assert found == {("tensor_cores_idle", 0, train["pid"]), ("busy_not_working", 1, None)}, seen
     activity = [d["activity"] for d in data["devices"]]
     assert [a["sm_active"] for a in activity] == [70.0, 8.0, 80.0, 0.0]
     assert data["devices"][3]["pcie"] == {"gen": 1, "width": 16, "max_gen": 5, "max_width": 16}

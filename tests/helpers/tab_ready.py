@@ -26,6 +26,20 @@ async def settled(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def screen_still(pilot: Pilot, frames: int = 3) -> None:
+    """The picture the app would export is the same `frames` times running, a frame apart: what its last
+    state change laid out and drew has reached the screen (the snapshot tests, whose demo is frozen, take
+    their picture next). Under load a picture was taken with a pane laid out but its plot not drawn yet."""
+    pictures: list[str] = []
+
+    def still() -> bool:
+        pictures.append(pilot.app.export_screenshot(simplify=True))
+        del pictures[:-frames]
+        return len(pictures) == frames and len(set(pictures)) == 1
+
+    await wait_until(pilot, still, timeout=60)
+
+
 async def monitor_ready(pilot: Pilot) -> None:
     tab = pilot.app.query_one(MonitorTab)
     await wait_until(pilot, lambda: tab.snapshot is not None and pilot.app.all_alerts, timeout=60)

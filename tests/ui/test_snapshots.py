@@ -15,9 +15,10 @@ import socket
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from tests.helpers.paths import FIXTURES
-from tests.helpers.tab_ready import READY
+from tests.helpers.tab_ready import READY, screen_still
 from tfgpu_tui.gpu import simulated
 from tfgpu_tui.gpu.feed import SnapshotFeed
 from tfgpu_tui.gpu.model import HostStats
@@ -69,4 +70,8 @@ def demo_app(tab: str) -> TfgpuApp:
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 @pytest.mark.parametrize("tab", list(READY))
 def test_tab_snapshot(snap_compare, frozen_demo: Path, tab: str, size: tuple[int, int]) -> None:
-    assert snap_compare(demo_app(tab), terminal_size=size, run_before=READY[tab])
+    async def ready_and_still(pilot: Pilot) -> None:
+        await READY[tab](pilot)
+        await screen_still(pilot)
+
+    assert snap_compare(demo_app(tab), terminal_size=size, run_before=ready_and_still)
