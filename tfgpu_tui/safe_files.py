@@ -1,13 +1,14 @@
 """Files opened safely. To read: which paths are safe to open as a file, never a FIFO (an open would block),
 a device, a socket, a directory or a symlink loop; used wherever a path from outside is opened (training
 logs, notify's --to-file, the command lines that take a log). To write: `write_atomically`, so that a
-reader never sees half a file (notify's state and status, the probe's record). Imports nothing of the
-package."""
+reader never sees half a file (notify's state and status, the probe's record, the report cards), and
+`read_json_object` reads such a file back, bounded. Imports nothing of the package."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 import tempfile
@@ -51,3 +52,17 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def read_json_object(path: Path, max_bytes: int) -> dict:
+    """The JSON object that the regular file `path` holds, refused over `max_bytes`. Raises OSError (no such
+    file, unreadable, not a regular file, too large) or ValueError (not JSON, or not an object)."""
+    refusal = special_file_refusal(path)
+    if refusal:
+        raise OSError(errno.EINVAL, refusal)
+    if path.stat().st_size > max_bytes:
+        raise OSError(errno.EFBIG, f"{path} is larger than {max_bytes} bytes")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return document

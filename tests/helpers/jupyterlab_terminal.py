@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.devtools import Browser, chromium_missing
-from tests.helpers.notebook_server import wait
+from tests.helpers.waiting import wait_for
 
 TOKEN = "tfgpu-tui-test-token"
 # Runs in the page before JupyterLab: every write to the clipboard API is recorded, and passed on.
@@ -79,8 +79,8 @@ def free_loopback_port() -> int:
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """notebook_server.wait, polling every 0.2 s; a generous hang guard, not a timing assertion."""
-    return wait(condition, timeout, what, step=0.2)
+    """waiting.wait_for, polling every 0.2 s; a generous hang guard, not a timing assertion."""
+    return wait_for(condition, timeout, what, step=0.2)
 
 
 class LabTerminal:
@@ -118,7 +118,7 @@ class LabTerminal:
 
         try:
             return str(wait_until(found, f"{needle!r} in the terminal", timeout))
-        except TimeoutError as error:
+        except AssertionError as error:
             raise AssertionError(f"{error}; the terminal shows:\n{last[0]}") from None
 
     def focus(self) -> None:

@@ -29,14 +29,14 @@ async def wait_until(pilot: Pilot, condition: Callable[[], T], timeout: float = 
         await pilot.pause(0.05)
 
 
-def wait_for(condition: Callable[[], T], timeout: float = 60.0) -> T:
-    """Block (outside any app) until `condition()` is true and return its value; fail after `timeout`
-    seconds."""
+def wait_for(condition: Callable[[], T], timeout: float = 60.0, what: str = "", step: float = 0.02) -> T:
+    """Block (outside any app) until `condition()` is true and return its value, polling every `step`
+    seconds; fail naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+            raise AssertionError(f"not within {timeout:g} s: {what or 'condition not met'}")
+        time.sleep(step)

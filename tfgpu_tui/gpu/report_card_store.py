@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tfgpu_tui.paths import state_dir
-from tfgpu_tui.safe_files import special_file_refusal, write_atomically
+from tfgpu_tui.safe_files import read_json_object, write_atomically
 from tfgpu_tui.text_clean import clean_line
 
 MAX_CARDS = 100
@@ -60,12 +60,8 @@ def efficiency_dict(log: Path, path: Path | None = None) -> dict[str, object]:
 def load_cards(path: Path) -> dict[str, tuple[str, float]]:
     """The kept cards by log, each with when it was kept; empty when there is no file or it is not ours."""
     try:
-        if special_file_refusal(path) or path.stat().st_size > MAX_STORE_BYTES:
-            return {}
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = read_json_object(path, MAX_STORE_BYTES)
     except (OSError, ValueError):
-        return {}
-    if not isinstance(document, dict):
         return {}
     cards = {}
     for key, entry in list(document.items())[:MAX_CARDS]:

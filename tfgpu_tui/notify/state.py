@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tfgpu_tui.notify.events import Event
 from tfgpu_tui.paths import state_dir
-from tfgpu_tui.safe_files import write_atomically
+from tfgpu_tui.safe_files import read_json_object, write_atomically
 
 MAX_KEYS = 1000  # events remembered; the oldest are forgotten beyond that
 MAX_STATE_BYTES = 1024 * 1024
@@ -50,15 +50,13 @@ class Ledger:
 
     def _load(self, path: Path) -> dict[str, float]:
         try:
-            if not path.is_file() or path.stat().st_size > MAX_STATE_BYTES:
-                return {}
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = read_json_object(path, MAX_STATE_BYTES)
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as error:
             self.load_problem = f"the state file {path} could not be read ({error}); starting afresh"
             return {}
-        sent = document.get("sent") if isinstance(document, dict) else None
+        sent = document.get("sent")
         if not isinstance(sent, dict):
             return {}
         return {k: float(v) for k, v in sent.items() if isinstance(k, str) and isinstance(v, (int, float))}

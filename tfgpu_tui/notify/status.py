@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.paths import runtime_dir
-from tfgpu_tui.safe_files import write_atomically
+from tfgpu_tui.safe_files import read_json_object, write_atomically
 
 MAX_STATUS_BYTES = 64 * 1024
 MAX_SCHEMES = 8
@@ -57,9 +57,7 @@ def read_status(path: Path | None = None, check_alive: bool = True) -> NotifySta
     """The running notify of this user, or None (no file, a malformed one, or its process is gone)."""
     path = status_path() if path is None else path
     try:
-        if not path.is_file() or path.stat().st_size > MAX_STATUS_BYTES:
-            return None
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = read_json_object(path, MAX_STATUS_BYTES)
         pid, create_time = int(document["pid"]), float(document["create_time"])
         schemes = tuple(
             s for s in document.get("schemes", [])[:MAX_SCHEMES] if isinstance(s, str) and s.isalnum()

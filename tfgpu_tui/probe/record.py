@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfgpu_tui.paths import state_dir
-from tfgpu_tui.safe_files import special_file_refusal, write_atomically
+from tfgpu_tui.safe_files import read_json_object, write_atomically
 
 if TYPE_CHECKING:  # the diagnoses read records without loading the probe
     from tfgpu_tui.probe.precision import PrecisionComparison
@@ -87,12 +87,8 @@ def load_records(path: Path | None = None) -> dict[int, ProbeRecord]:
     """The kept records by GPU index; empty when there is no file or it is not one we wrote."""
     path = record_path() if path is None else path
     try:
-        if special_file_refusal(path) or path.stat().st_size > MAX_RECORD_BYTES:
-            return {}
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = read_json_object(path, MAX_RECORD_BYTES)
     except (OSError, ValueError):
-        return {}
-    if not isinstance(document, dict):
         return {}
     records = {}
     for entry in list(document.values())[:MAX_GPUS]:

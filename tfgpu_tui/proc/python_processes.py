@@ -34,6 +34,14 @@ def prefix_python(prefix: str) -> str | None:
     return None
 
 
+def executable_of(pid: int) -> str | None:
+    """The binary the process runs (``/proc/PID/exe``), None when unreadable."""
+    try:
+        return os.readlink(f"{PROC}/{pid}/exe")
+    except OSError:
+        return None
+
+
 def process_interpreter(pid: int) -> str | None:
     """The interpreter of a running TensorFlow process: the environment its TensorFlow was loaded from
     (``<prefix>/bin/python3``), else ``/proc/PID/exe``."""
@@ -42,14 +50,8 @@ def process_interpreter(pid: int) -> str | None:
             match = SITE_PACKAGES.search(handle.read(64 << 20))
     except OSError:
         match = None
-    if match:
-        python = prefix_python(match.group(1).decode(errors="replace"))
-        if python:
-            return python
-    try:
-        return os.readlink(f"{PROC}/{pid}/exe")
-    except OSError:
-        return None
+    python = prefix_python(match.group(1).decode(errors="replace")) if match else None
+    return python or executable_of(pid)
 
 
 def other_pids(own_pid: int | None = None) -> list[int]:
@@ -154,7 +156,4 @@ def _started_as(pid: int, argv: list[str], environ: bytes) -> str | None:
             python = prefix_python(value.decode(errors="replace"))
             if python:
                 return python
-    try:
-        return os.readlink(f"{PROC}/{pid}/exe")
-    except OSError:
-        return None
+    return executable_of(pid)
