@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.container_run import run_container, why_not
+from tests.helpers.container_run import ONE_CONTAINER_AT_A_TIME, run_container, why_not
 from tests.helpers.paths import HELPERS
 
 ERAS = ["535.104", "550", "565", "580"]
@@ -45,7 +45,12 @@ WORLD_ARGS = [
     "--hold", "gpus=3 mib=8192 sm=20 cmd=eval.py",
 ]  # fmt: skip
 WHY_NOT = why_not(tools=("tmux",))
-pytestmark = [pytest.mark.e2e, pytest.mark.tf, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [
+    pytest.mark.e2e,
+    ONE_CONTAINER_AT_A_TIME,
+    pytest.mark.tf,
+    pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or ""),
+]
 
 
 def _run_world(era: str, lib: Path, out: Path) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.container_run import run_container, why_not
+from tests.helpers.container_run import ONE_CONTAINER_AT_A_TIME, run_container, why_not
 from tests.helpers.paths import HELPERS
 
 SCRIPT = HELPERS / "container_kernel_actions.py"
@@ -22,7 +22,11 @@ KERNEL_MIB = 18432
 HANG_GUARD_SECONDS = 500  # the script's own waits are bounded well inside this
 
 WHY_NOT = why_not()
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [
+    pytest.mark.e2e,
+    ONE_CONTAINER_AT_A_TIME,
+    pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or ""),
+]
 
 
 @pytest.fixture(scope="module", params=["535.104", "580"])

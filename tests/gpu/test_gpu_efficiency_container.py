@@ -5,6 +5,7 @@ silent. tests/helpers/container_efficiency_world.py runs inside."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.container_run import run_container, why_not
+from tests.helpers.container_run import ONE_CONTAINER_AT_A_TIME, run_container, why_not
 from tests.helpers.paths import HELPERS
 
 WORLD = HELPERS / "container_efficiency_world.py"
@@ -24,8 +25,14 @@ WORLD_ARGS = [
     "--hold", "gpus=1 mib=8192 sm=90 cmd=serve.py",
     "--hold", "gpus=2 mib=40960 sm=95 cmd=mixed.py",
 ]  # fmt: skip
+ROW_FACTS = ("pid", "gpu_index", "state", "tensorflow_loaded", "gpu_memory_mib", "attribution")
 WHY_NOT = why_not(modules=())
-pytestmark = [pytest.mark.e2e, pytest.mark.tf, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [
+    pytest.mark.e2e,
+    ONE_CONTAINER_AT_A_TIME,
+    pytest.mark.tf,
+    pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or ""),
+]
 
 
 @pytest.fixture(scope="module", params=["535.104", "580"])
@@ -50,11 +57,14 @@ def test_inside_a_container_the_tensorflow_job_is_named_and_the_near_misses_stay
     found = {(d["kind"], d["gpu_index"], d["pid"]) for d in data["diagnoses"]}
     seen = {  # what the diagnoses rest on, should they differ
         "diagnoses": data["diagnoses"],
-        "gpu0": [r for r in data["processes"] if r["gpu_index"] == 0],
+        "processes": [{k: r.get(k) for k in ROW_FACTS} for r in data["processes"]],
         "activity": [d["activity"] for d in data["devices"]],
         "sampled_seconds": data.get("sampled_seconds"),
+        "scenario": world.get("scenario"),
+        "holders_alive": world.get("alive"),
     }
-    assert found == {("tensor_cores_idle", 0, train["pid"]), ("busy_not_working", 1, None)}, seen
+    wanted = {("tensor_cores_idle", 0, train["pid"]), ("busy_not_working", 1, None)}
+    assert found == wanted, json.dumps(seen, indent=1)
     activity = [d["activity"] for d in data["devices"]]
     assert [a["sm_active"] for a in activity] == [70.0, 8.0, 80.0, 0.0]
     assert data["devices"][3]["pcie"] == {"gen": 1, "width": 16, "max_gen": 5, "max_width": 16}

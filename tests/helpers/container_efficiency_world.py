@@ -53,6 +53,8 @@ def main() -> int:
         )  # fmt: skip
         results["gpus_rc"], results["gpus_stderr"] = done.returncode, done.stderr[-2000:]
         results["gpus_json"] = json.loads(done.stdout) if done.returncode == 0 else None
+        results["scenario"] = Path(os.environ["FAKE_NVML_SCENARIO"]).read_text()
+        results["alive"] = {h["pid"]: os.path.exists(f"/proc/{h['pid']}") for h in results["pids"]["holders"]}
     except Exception as exc:  # the facts so far still go out
         results["errors"].append(repr(exc))
     (out / "results.json").write_text(json.dumps(results))

@@ -1,5 +1,11 @@
 """Running a script inside fakenvml's container.py (root, PID and mount namespaces): whether it can run here,
-and one run with a hang guard whose facts the script leaves in OUT/results.json."""
+one run with a hang guard whose facts the script leaves in OUT/results.json, and the mark that keeps such
+runs one at a time.
+
+One at a time: container.py finds each holder's host PID by the PID it has inside (the last NSpid), and every
+container numbers its processes alike (15, 16, 17 ...). Two containers at once (two xdist workers) can so
+give a holder another container's host PID; NVML then lists it only while that other process lives. Seen
+beside two CPU hogs: `gpus --json` inside listed no process at all."""
 
 from __future__ import annotations
 
@@ -12,9 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.paths import FAKENVML_DIR
 
 CONTAINER = FAKENVML_DIR / "container.py"
+ONE_CONTAINER_AT_A_TIME = pytest.mark.xdist_group("pid-namespace")  # on one xdist worker, one after another
 
 
 def why_not(

@@ -9,16 +9,28 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import psutil
 
-from tests.helpers.waiting import wait_for
-
 EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 START_SECONDS = 120.0
+
+
+def wait(condition, timeout: float, what: str, step: float = 0.05):  # type: ignore[no-untyped-def]
+    """Poll `condition` every `step` s until it returns something true (returned); TimeoutError naming
+    `what` after `timeout` s (a hang guard, not a time limit under test)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout:g} s: {what}")
+        time.sleep(step)
 
 
 class JupyterServer:
@@ -48,9 +60,9 @@ class JupyterServer:
             env=self.env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
-            info = wait_for(self._runtime_info, START_SECONDS, "the server's jpserver-*.json, written whole")
+            info = wait(self._runtime_info, START_SECONDS, "the server's jpserver-*.json, written whole")
             self.url = f"http://127.0.0.1:{info['port']}{info['base_url']}"
-            wait_for(self._answers, START_SECONDS, "the Jupyter server answers")
+            wait(self._answers, START_SECONDS, "the Jupyter server answers")
         except BaseException:
             self.stop()
             raise
@@ -97,7 +109,7 @@ class JupyterServer:
         assert isinstance(session, dict)
         self.sessions.append(session)
         kernel_id = session["kernel"]["id"]
-        wait_for(lambda: self.kernel_pids(kernel_id), START_SECONDS, f"kernel {kernel_id}'s process")
+        wait(lambda: self.kernel_pids(kernel_id), START_SECONDS, f"kernel {kernel_id}'s process")
         return kernel_id
 
     def kernel_pids(self, kernel_id: str) -> list[int]:

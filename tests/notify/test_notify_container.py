@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,25 +14,19 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.helpers.container_run import CONTAINER, ONE_CONTAINER_AT_A_TIME, why_not
 from tests.helpers.notify_receiver import receiving
-from tests.helpers.paths import FAKENVML_DIR, ROOT
+from tests.helpers.paths import ROOT
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.e2e  # real child processes
-
-CONTAINER = FAKENVML_DIR / "container.py"
+WHY_NOT = why_not(modules=())
+pytestmark = [  # real child processes in a PID namespace
+    pytest.mark.e2e,
+    ONE_CONTAINER_AT_A_TIME,
+    pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or ""),
+]
 TOKEN = "ctr-S3CRET"
 LOST = "error gpu=1 field=all code=GPU_IS_LOST\n"
-
-
-def why_not() -> str | None:
-    if not CONTAINER.exists():
-        return f"fakenvml's container.py not found at {CONTAINER} (set TFGPU_FAKENVML_DIR)"
-    if sys.platform != "linux" or os.geteuid() != 0:
-        return "container.py needs root on Linux (it makes PID and mount namespaces)"
-    if shutil.which("unshare") is None:
-        return "container.py needs `unshare` (util-linux)"
-    return None
 
 
 def notify_inside(container: subprocess.Popen) -> psutil.Process | None:
@@ -58,7 +51,6 @@ def lose_gpu_1(notify: psutil.Process) -> None:
     step.replace(scenario)
 
 
-@pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
 def test_inside_a_container_a_stale_holder_idle_gpus_then_a_lost_gpu_are_sent_once(
     fakenvml_lib_dir: Path, tmp_path: Path
 ) -> None:

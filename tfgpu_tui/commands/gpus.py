@@ -239,23 +239,16 @@ def gpm_gap(snapshot: Snapshot) -> float:
 
 def _take_confirmed(sampler: Sampler, window: float, baseline: CpuBaseline) -> tuple[Snapshot, float]:
     """One-shot: a sample, then another once the CPU window opened by `baseline` has passed, then more
-    until `window` after the first only while a reading needs confirming (an efficiency diagnosis that is
-    filling its window: until one more window). Returns the snapshot and the seconds spent since the
-    baseline."""
+    until `window` after the first only while a reading needs confirming. Returns the snapshot and the
+    seconds spent since the baseline."""
     started = time.monotonic() - max(0.0, time.time() - baseline.taken)
     first = sampler.sample()
     deadline = time.monotonic() + window  # the rules' clock started with that sample
     gpm = gpm_gap(first)
     _wait(max(0.0, started + CPU_WINDOW_SECONDS + 0.01 - time.monotonic(), gpm))  # 0.01: the clocks differ
     snapshot = sampler.sample()
-    # A diagnosis whose evidence began after the first sample (a job recognised a reading later on a loaded
-    # machine) is given up to one more window to fill its own; nothing else waits past `window`.
-    last_call = deadline + window
-    while time.monotonic() < (deadline if not sampler.efficiency.pending else last_call) and (
-        needs_confirming(snapshot) or sampler.efficiency.pending
-    ):
-        until = deadline if not sampler.efficiency.pending else last_call
-        _wait(min(CONFIRM_STEP_SECONDS, max(0.0, until - time.monotonic())) + 0.01)
+    while (needs_confirming(snapshot) or sampler.efficiency.pending) and time.monotonic() < deadline:
+        _wait(min(CONFIRM_STEP_SECONDS, max(0.0, deadline - time.monotonic())) + 0.01)
         snapshot = sampler.sample()
     return snapshot, time.monotonic() - started
 
