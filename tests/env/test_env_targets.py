@@ -98,7 +98,7 @@ def test_the_interpreter_of_a_running_tensorflow_process_comes_first(bare_venv: 
 
 
 async def test_p_lists_the_candidates_and_checks_the_one_picked(
-    bare_venv: Path, monkeypatch: pytest.MonkeyPatch
+    bare_venv: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from tfgpu_tui.env.recorded import demo_recording
     from tfgpu_tui.settings import Settings
@@ -109,9 +109,11 @@ async def test_p_lists_the_candidates_and_checks_the_one_picked(
 
     monkeypatch.setenv("VIRTUAL_ENV", str(bare_venv))
     monkeypatch.setattr(SharedInterpreter, "find_jobs", staticmethod(list))  # no job of the machine's
-    # nor the machine's running Pythons (another of this interpreter would be listed as running, not own)
+    # nor the machine's running Pythons and TensorFlow jobs, nor its home's environments: a TensorFlow child
+    # of another test, started from this interpreter, was listed as a job in place of "own"
+    lists_nothing = {"home": str(tmp_path), "running": list, "tf_processes": list}
     monkeypatch.setattr(
-        SharedInterpreter, "find_interpreters", staticmethod(lambda: picker_candidates(running=list))
+        SharedInterpreter, "find_interpreters", staticmethod(lambda: picker_candidates(**lists_nothing))
     )
     facts, inspection = (
         demo_recording()

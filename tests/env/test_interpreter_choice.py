@@ -225,7 +225,7 @@ async def test_p_in_the_batch_probe_switches_both_tabs_and_the_header(
         await wait_until(pilot, lambda: app.query_one("#probe-start").has_focus, timeout=60)
         await pilot.press("p")
         await wait_until(pilot, lambda: isinstance(app.screen, TargetPicker), timeout=60)
-        options = app.screen.query_one(OptionList)
+        options = await wait_until(pilot, lambda: app.screen.query_one(OptionList))  # mounted
         assert app.screen.candidates[0].python == sys.executable  # the one with TensorFlow first
         await wait_until(pilot, lambda: options.has_focus and options.highlighted == 1)  # the current one
         await pilot.press("up", "enter")  # tfgpu-tui's own
