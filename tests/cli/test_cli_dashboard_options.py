@@ -69,10 +69,13 @@ def test_both_problems_of_the_issue_still_stop_at_the_first(
 
 
 def test_a_log_that_does_not_exist_yet_and_a_python_on_path_are_fine(
-    screen: list[Settings], tmp_path: Path
+    screen: list[Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "not-started-yet.log"
-    assert cli.main(["--python", Path(sys.executable).name, "--log", str(log)]) == 0
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python-on-path").symlink_to(sys.executable)  # whatever Pythons the machine has
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert cli.main(["--python", "python-on-path", "--log", str(log)]) == 0
     assert [settings.log_path for settings in screen] == [log]
 
 
