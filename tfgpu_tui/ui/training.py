@@ -114,7 +114,7 @@ class TrainingTab(DashboardTab):
     TrainingTab.-short #training-lines { display: none; }
     TrainingTab.-narrow.-short #training-epochs { height: 1fr; max-height: 100%; }
     TrainingTab.-narrow.-short #training-side { height: auto; max-height: 60%; }
-    TrainingTab.-short.-plots-on #training-plots { height: 1fr; }
+    TrainingTab.-short.-plots-on #training-plots { height: 2fr; }
     TrainingTab.-short.-plots-on #training-bottom { height: 1fr; min-height: 6; }
     """
 
