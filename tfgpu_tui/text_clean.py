@@ -8,6 +8,7 @@ Pure functions, no I/O; safe on any str.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # ESC-introduced sequences (7-bit) and their 8-bit C1 forms:
 # CSI ... final byte; OSC/DCS/SOS/PM/APC ... up to BEL or ST (or the end of the text when unterminated);
@@ -39,3 +40,15 @@ def clean_line(text: str) -> str:
 def clean_words(words: list[str]) -> list[str]:
     """Each word of a command line cleaned by `clean_line`."""
     return [clean_line(word) for word in words]
+
+
+def clean_json(value: Any) -> Any:
+    """A decoded JSON value with every string in it (keys too) cleaned by `clean_text`: JSON escapes
+    (``\u001b``) decode to the very controls that cleaning the encoded text cannot see."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
+    return value

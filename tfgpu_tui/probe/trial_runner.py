@@ -23,7 +23,7 @@ from tfgpu_tui.probe.search import ProbeSearch, SearchStrategy, run_search
 from tfgpu_tui.probe.trial import ERROR, Trial
 from tfgpu_tui.proc.marks import marked
 from tfgpu_tui.proc.spawn import child, communicate_bounded, end_child
-from tfgpu_tui.text_clean import clean_text
+from tfgpu_tui.text_clean import clean_json, clean_text
 
 WORKER_SCRIPT = Path(worker.__file__)
 POLL_SECONDS = 0.1
@@ -150,11 +150,12 @@ def run_worker(
 
 
 def parse_report(stdout: str) -> dict[str, Any] | None:
-    """The child's JSON report (the last line that starts with the marker), or None."""
+    """The child's JSON report (the last line that starts with the marker), its strings cleaned, or None."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(worker.RESULT_MARKER):
             with contextlib.suppress(ValueError):
-                return json.loads(line[len(worker.RESULT_MARKER) :])
+                report = clean_json(json.loads(line[len(worker.RESULT_MARKER) :]))
+                return report if isinstance(report, dict) else None
     return None
 
 
