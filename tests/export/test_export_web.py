@@ -157,3 +157,28 @@ def test_empty_web_config_means_no_auth_and_no_tls(tmp_path: Path) -> None:
     path.write_text("")
     config = load_web_config(path)
     assert not config.tls and config.authorized(None)
+
+
+def test_an_unknown_user_is_checked_against_a_hash_of_the_users_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that does not exist costs a bcrypt check as a wrong password does (exporter-toolkit's rule):
+    a reply's time does not tell which user names exist."""
+    hashed = bcrypt.hashpw(b"right", bcrypt.gensalt(rounds=5))
+    path = tmp_path / "web.yml"
+    path.write_text(f"basic_auth_users:\n  alice: {hashed.decode()}\n")
+    config = load_web_config(path)
+    checked: list[bytes] = []
+    checkpw = bcrypt.checkpw
+    monkeypatch.setattr(
+        bcrypt, "checkpw", lambda password, against: checked.append(against) or checkpw(password, against)
+    )
+
+    def header(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    assert config.known(header("mallory", "right")) is None  # not answered at once: checked like alice's
+    assert not config.authorized(header("mallory", "right"))
+    assert not config.authorized(header("alice", "wrong")) and config.authorized(header("alice", "right"))
+    stand_in, alices = checked[0], checked[1:]
+    assert stand_in != hashed and stand_in.startswith(b"$2b$05$") and alices == [hashed, hashed]

@@ -33,6 +33,7 @@ CLIENT_AUTH = {
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
 TLS_VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
+DEFAULT_COST = 12  # bcrypt.gensalt's, for a stand-in hash when no user's cost can be read
 
 
 class WebConfigError(ValueError):
@@ -52,6 +53,7 @@ class WebConfig:
     _verified: dict[tuple[str, bytes], bool] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    _stand_in_hash: bytes | None = field(default=None, repr=False)
 
     @property
     def tls(self) -> bool:
@@ -79,9 +81,9 @@ class WebConfig:
         if not self.users:
             return True
         parsed = _basic(header)
-        if parsed is None or parsed[0] not in self.users:
+        if parsed is None:
             return False
-        with self._lock:
+        with self._lock:  # an unknown user is checked as a known one is: its name is not told by the time
             return self._verified.get(self._key(*parsed))
 
     def authorized(self, header: str | None) -> bool:
@@ -94,18 +96,35 @@ class WebConfig:
         import bcrypt
 
         try:
-            verdict = bcrypt.checkpw(password.encode(), self.users[user])
+            verdict = bcrypt.checkpw(password.encode(), self.users.get(user) or self._stand_in())
         except ValueError:
             verdict = False
+        verdict = verdict and user in self.users
         with self._lock:
             if len(self._verified) > 1024:
                 self._verified.clear()
             self._verified[self._key(user, password)] = verdict
         return verdict
 
+    def _stand_in(self) -> bytes:
+        """A hash of a random password at the users' cost, which an unknown user's password is checked
+        against (as exporter-toolkit does), so that a reply takes as long whether the name exists or not."""
+        if self._stand_in_hash is None:
+            import bcrypt
+
+            cost = max((_cost(hashed) for hashed in self.users.values()), default=DEFAULT_COST)
+            self._stand_in_hash = bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
+        return self._stand_in_hash
+
     def _key(self, user: str, password: str) -> tuple[str, bytes]:
         """What a verdict is remembered by: never the password itself, nor a plain hash of it."""
         return user, hmac.new(self._secret, password.encode(), hashlib.sha256).digest()
+
+
+def _cost(hashed: bytes) -> int:
+    """The cost factor of a bcrypt hash (``$2y$12$...`` -> 12), within bcrypt's range."""
+    parts = hashed.split(b"$")
+    return min(max(int(parts[2]), 4), 31) if len(parts) > 3 and parts[2].isdigit() else DEFAULT_COST
 
 
 def _basic(header: str | None) -> tuple[str, str] | None:
