@@ -7,11 +7,13 @@ import pty
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers.training_children import SLEEPER, started_children
 from tfgpu_tui.proc.log_writers import (
     OutputKind,
+    StdioWalk,
     find_log_writer,
     process_output,
     refresh_writer,
@@ -94,3 +96,24 @@ def test_writer_found_and_followed_to_its_exit(tmp_path: Path, children) -> None
     children[0].wait()
     assert not refresh_writer(writer).alive
     assert find_log_writer(tmp_path / "other.log") is None
+
+
+def test_logs_that_search_in_one_round_share_one_walk(
+    tmp_path: Path, children, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each log finds its own writer, from one walk of /proc for all of them (16 idle logs of the
+    exporter searched every 10 s, a walk each)."""
+    logs = [tmp_path / f"rank{i}.log" for i in range(3)]
+    for log in logs:
+        with log.open("w") as handle:
+            children.append(subprocess.Popen(SLEEPER, stdout=handle, stderr=subprocess.STDOUT))
+    walks: list[object] = []
+    process_iter = psutil.process_iter
+    monkeypatch.setattr(psutil, "process_iter", lambda *a, **k: walks.append(a) or process_iter(*a, **k))
+    walk = StdioWalk()
+    found = [walk.writer_of(log) for log in logs]
+    assert [writer.pid if writer else None for writer in found] == [child.pid for child in children]
+    assert len(walks) == 1
+    quiet = tmp_path / "no-writer.log"
+    quiet.touch()
+    assert walk.writer_of(quiet) is None and len(walks) == 1

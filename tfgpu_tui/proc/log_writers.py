@@ -143,23 +143,41 @@ class LogWriter:
 def find_log_writer(log_path: Path) -> LogWriter | None:
     """The process whose stdout or stderr is `log_path` (the same file, by device and inode); when several
     share it (``bash run.sh > train.log`` and the Python it starts), the most recently started one."""
-    try:
-        wanted = log_path.stat()
-    except OSError:
-        return None
-    found: list[psutil.Process] = []
-    for proc in psutil.process_iter(["pid", "create_time"]):
-        for fd in (1, 2):
-            try:
-                target = os.stat(f"/proc/{proc.pid}/fd/{fd}")
-            except OSError:
-                continue
-            if (target.st_dev, target.st_ino) == (wanted.st_dev, wanted.st_ino):
-                found.append(proc)
-                break
-    if not found:
-        return None
-    return _writer_from(max(found, key=lambda proc: proc.info.get("create_time") or 0.0))
+    return StdioWalk().writer_of(log_path)
+
+
+class StdioWalk:
+    """Which processes write to which files, from one walk of /proc, taken when first asked: the logs that
+    look for their writers in the same round share it."""
+
+    def __init__(self) -> None:
+        self._writers: dict[tuple[int, int], list[psutil.Process]] | None = None
+
+    def writer_of(self, log_path: Path) -> LogWriter | None:
+        """As `find_log_writer`, from this walk."""
+        try:
+            wanted = log_path.stat()
+        except OSError:
+            return None
+        found = self._walk().get((wanted.st_dev, wanted.st_ino))
+        if not found:
+            return None
+        return _writer_from(max(found, key=lambda proc: proc.info.get("create_time") or 0.0))
+
+    def _walk(self) -> dict[tuple[int, int], list[psutil.Process]]:
+        if self._writers is None:
+            self._writers = {}
+            for proc in psutil.process_iter(["pid", "create_time"]):
+                files = set()
+                for fd in (1, 2):
+                    try:
+                        target = os.stat(f"/proc/{proc.pid}/fd/{fd}")
+                    except OSError:
+                        continue
+                    files.add((target.st_dev, target.st_ino))
+                for file in files:
+                    self._writers.setdefault(file, []).append(proc)
+        return self._writers
 
 
 def writer_for_pid(pid: int) -> LogWriter:

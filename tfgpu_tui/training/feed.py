@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfgpu_tui.proc.log_writers import StdioWalk
 from tfgpu_tui.training.checkpoints import CheckpointPolicy
 from tfgpu_tui.training.follow import FileEvent
 from tfgpu_tui.training.log_state import LogState, state_of
@@ -206,11 +207,12 @@ class LogFeed:
         with self._round:
             followed = self._prune()
             budget = self.backfill_chunks
+            walk = StdioWalk()  # one /proc walk for the logs that look for their writers this round
             for index, log in enumerate(followed):
                 if index >= self.max_logs:
                     self._fail(log, f"following at most {self.max_logs} logs at once")
                     continue
-                budget = self._step(log, budget, force)
+                budget = self._step(log, budget, force, walk)
 
     def _prune(self) -> list[_Followed]:
         """Close the logs nobody follows any more; the others, oldest first."""
@@ -226,7 +228,7 @@ class LogFeed:
             log.close()
         return followed
 
-    def _step(self, log: _Followed, budget: int, force: bool) -> int:
+    def _step(self, log: _Followed, budget: int, force: bool, walk: StdioWalk) -> int:
         """Read what is new in one log, scan up to `budget` history chunks, publish when due; returns the
         budget left."""
         if log.failed:
@@ -249,7 +251,7 @@ class LogFeed:
         now = time.monotonic()
         since = now - log.posted_at
         if force or (log.changed and since >= POST_EVERY_SECONDS) or since >= QUIET_POST_SECONDS:
-            state = state_of(watch, oversight, tuple(log.events))
+            state = state_of(watch, oversight, tuple(log.events), walk)
             log.events.clear()
             log.changed = False
             log.posted_at = now

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfgpu_tui.proc.log_writers import LogWriter
+from tfgpu_tui.proc.log_writers import LogWriter, StdioWalk
 from tfgpu_tui.training.follow import FileEvent, FileState
 from tfgpu_tui.training.oversight import LogOversight, OversightState
 from tfgpu_tui.training.problems import Problem
@@ -86,9 +86,14 @@ class LogState:
         return data
 
 
-def state_of(watch: LogWatch, oversight: LogOversight, events: tuple[FileEvent, ...] = ()) -> LogState:
-    """The state of a followed log now (its oversight refreshed where due)."""
-    around = oversight.update(watch)
+def state_of(
+    watch: LogWatch,
+    oversight: LogOversight,
+    events: tuple[FileEvent, ...] = (),
+    walk: StdioWalk | None = None,
+) -> LogState:
+    """The state of a followed log now (its oversight refreshed where due; `walk`: see `LogOversight`)."""
+    around = oversight.update(watch, walk)
     run = watch.run.snapshot()
     idle = watch.idle_seconds()
     backfill = None if watch.backfill_done else (watch.backfill_offset, watch.backfill_end)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfgpu_tui.alerts import Severity
-from tfgpu_tui.proc.log_writers import LogWriter, find_log_writer, refresh_writer, writer_for_pid
+from tfgpu_tui.proc.log_writers import LogWriter, StdioWalk, refresh_writer, writer_for_pid
 from tfgpu_tui.training.checkpoints import (
     CHECKPOINT_FIX,
     Checkpoint,
@@ -114,11 +114,12 @@ class LogOversight:
             roots.append(self.writer.cwd)
         return tuple(roots)
 
-    def update(self, watch: LogWatch) -> OversightState:
-        """Refresh what is due (writer, checkpoints) and return the state."""
+    def update(self, watch: LogWatch, walk: StdioWalk | None = None) -> OversightState:
+        """Refresh what is due (writer, checkpoints) and return the state; a writer is searched for in
+        `walk` (shared by the logs of one round), else in a walk of its own."""
         now = self.clock()
         if self._should_search(watch, now):
-            found = find_log_writer(self.path)
+            found = (walk or StdioWalk()).writer_of(self.path)
             self._next_writer_search = now + WRITER_SEARCH_SECONDS
             if found is not None:
                 self.writer = found
