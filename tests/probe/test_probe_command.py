@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from tests.helpers.paths import FIXTURES
-from tfgpu_tui.cli import main
+from tests.helpers.probe_cli import run_probe
 from tfgpu_tui.probe import trial_runner as runner
 
 FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
@@ -24,7 +23,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["probe", "--python", sys.executable, "--device", "cpu", "--budget-mb", "100", "--json"])
+    code = run_probe("--device", "cpu", "--budget-mb", "100", "--json")
     out = capsys.readouterr()
     data = json.loads(out.out)
     assert code == 0
@@ -36,22 +35,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "CPU",
-                "--budget-mb",
-                "100",
-                "--max-batch",
-                "64",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "CPU", "--budget-mb", "100", "--max-batch", "64") == 0
     out = capsys.readouterr().out
     assert "Largest batch that fits: 64" in out and "Paste: batch_size = 64" in out
     assert "   64  fits" in out
@@ -69,13 +53,12 @@ def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_input_exits_2_with_a_message(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    full = ["probe", "--python", sys.executable, "--device", "CPU", "--budget-mb", "100", *argv]
-    assert main(full) == 2
+    assert run_probe("--device", "CPU", "--budget-mb", "100", *argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
 def test_crash_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_PROBE_MODE", "crash")
-    assert main(["probe", "--python", sys.executable, "--device", "CPU", "--budget-mb", "100"]) == 1
+    assert run_probe("--device", "CPU", "--budget-mb", "100") == 1
     assert "Probe stopped: the trial's child process exited with status 3" in capsys.readouterr().out

@@ -4,13 +4,12 @@ step per trial gives no speed (and says why), a missing GPU is named with the CP
 from __future__ import annotations
 
 import json
-import sys
 from types import SimpleNamespace
 
 import pytest
 
 from tests.helpers.paths import FIXTURES
-from tfgpu_tui.cli import main
+from tests.helpers.probe_cli import run_probe
 from tfgpu_tui.probe import budget, worker
 from tfgpu_tui.probe import trial_runner as runner
 from tfgpu_tui.probe.precision import PrecisionComparison
@@ -48,69 +47,19 @@ def test_a_largest_batch_at_the_cap_is_named_the_cap_not_the_budget() -> None:
 
 
 def test_the_cli_says_the_cap_in_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "CPU",
-                "--budget-mb",
-                "100",
-                "--max-batch",
-                "64",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "CPU", "--budget-mb", "100", "--max-batch", "64") == 0
     assert f"Largest batch that fits: {CAP}." in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "CPU",
-                "--budget-mb",
-                "100",
-                "--max-batch",
-                "64",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "CPU", "--budget-mb", "100", "--max-batch", "64", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["max_batch"] == 64 and data["max_batch_capped"] is True
 
 
 def test_one_step_per_trial_reports_no_speed_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(["probe", "--python", sys.executable, "--device", "CPU", "--budget-mb", "100", "--steps", "1"])
-        == 0
-    )
+    assert run_probe("--device", "CPU", "--budget-mb", "100", "--steps", "1") == 0
     out = capsys.readouterr().out
     assert "1 step per trial" in out and "1 steps" not in out
     assert "Best throughput" not in out and "Speed not measured" in out and "--steps 2" in out
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "CPU",
-                "--budget-mb",
-                "100",
-                "--steps",
-                "1",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "CPU", "--budget-mb", "100", "--steps", "1", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["max_batch"] is not None and data["best_throughput"] is None and data["speed_note"]
     assert all(t["step_seconds"] is None and t["samples_per_second"] is None for t in data["trials"])
@@ -126,14 +75,12 @@ def test_a_gpu_that_is_not_there_is_named_with_the_cpu_as_the_alternative(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(budget, "read_gpus", lambda: ([], "no NVIDIA driver is installed here"))
-    assert main(["probe", "--python", sys.executable, "--device", "GPU:7"]) == 2
+    assert run_probe("--device", "GPU:7") == 2
     err = capsys.readouterr().err
     assert "there is no GPU:7" in err and "--device CPU" in err and "give a budget" not in err
     one = [SimpleNamespace(index=0, memory_total_mib=81920.0, memory_used_mib=1920.0, mig_mode=False)]
     monkeypatch.setattr(budget, "read_gpus", lambda: (one, ""))
-    assert (
-        main(["probe", "--python", sys.executable, "--device", "GPU:7", "--budget-mb", "100"]) == 2
-    )  # before any child starts
+    assert run_probe("--device", "GPU:7", "--budget-mb", "100") == 2  # before any child starts
     err = capsys.readouterr().err
     assert "there is no GPU:7: this machine has 1 GPU(s) (GPU:0)" in err and "--device CPU" in err
 

@@ -4,12 +4,11 @@ capability (NVML facts faked). The tab's comparison is in test_probe_tab."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from tests.helpers.paths import FIXTURES
-from tfgpu_tui.cli import main
+from tests.helpers.probe_cli import run_probe
 from tfgpu_tui.gpu.model import DeviceInfo
 from tfgpu_tui.probe import precision
 from tfgpu_tui.probe import trial_runner as runner
@@ -74,19 +73,7 @@ def test_comparison_runs_both_precisions() -> None:
 
 
 def test_cli_compare_precision_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "probe",
-            "--python",
-            sys.executable,
-            "--device",
-            "cpu",
-            "--budget-mb",
-            "100",
-            "--compare-precision",
-            "--json",
-        ]
-    )
+    code = run_probe("--device", "cpu", "--budget-mb", "100", "--compare-precision", "--json")
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert code == 0 and "-- float32" in captured.err and "-- mixed_bfloat16" in captured.err
@@ -105,43 +92,13 @@ def test_cli_compare_precision_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_without_comparison_has_a_null_comparison(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "cpu",
-                "--budget-mb",
-                "100",
-                "--max-batch",
-                "64",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "cpu", "--budget-mb", "100", "--max-batch", "64", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["comparison"] is None and data["params"]["params_trainable"] == 1_048_576
 
 
 def test_cli_compare_precision_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "cpu",
-                "--budget-mb",
-                "100",
-                "--compare-precision",
-            ]
-        )
-        == 0
-    )
+    assert run_probe("--device", "cpu", "--budget-mb", "100", "--compare-precision") == 0
     out = capsys.readouterr().out
     table = out[out.index("float32") :]
     assert "largest batch" in table and "recommended batch" in table and "best samples/s" in table
@@ -150,18 +107,6 @@ def test_cli_compare_precision_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_compare_and_mixed_precision_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(
-            [
-                "probe",
-                "--python",
-                sys.executable,
-                "--device",
-                "cpu",
-                "--budget-mb",
-                "100",
-                "--compare-precision",
-                "--mixed-precision",
-            ]
-        )
+        run_probe("--device", "cpu", "--budget-mb", "100", "--compare-precision", "--mixed-precision")
     assert exit_info.value.code == 2
     assert "not allowed with argument --compare-precision" in capsys.readouterr().err
