@@ -12,6 +12,7 @@ from dataclasses import replace
 import psutil
 import pytest
 
+from tests.helpers.gpu_sources import ScriptedSource
 from tfgpu_tui.gpu.kill import KillResult
 from tfgpu_tui.gpu.model import Attribution, DeviceSample, HostState, ProcessRow
 from tfgpu_tui.gpu.processes import HostInspector
@@ -27,26 +28,14 @@ def device(index: int = 0, minor: int | None = 0) -> DeviceSample:
                         minor_number=minor)  # fmt: skip
 
 
-class Source:
+class Source(ScriptedSource):
     """NVML as a list of entries the test changes."""
-
-    simulated = False
-    host = None
 
     def __init__(self, entries: list[GpuProcess]) -> None:
         self.entries = entries
 
     def read(self) -> GpuReading:
         return GpuReading(None, None, [device()], list(self.entries))
-
-    def device_info(self) -> list:
-        return []
-
-    def past_samples(self, seconds: float, step: float) -> tuple:
-        return ()
-
-    def close(self) -> None:
-        pass
 
 
 class Host:

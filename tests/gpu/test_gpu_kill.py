@@ -11,6 +11,7 @@ from dataclasses import replace
 import psutil
 import pytest
 
+from tests.helpers.gpu_sources import ScriptedSource
 from tfgpu_tui.gpu import kill
 from tfgpu_tui.gpu.model import HostState, ProcessIdentity, ProcessRow
 from tfgpu_tui.gpu.processes import HostInspector
@@ -177,17 +178,8 @@ def test_permission_denied_is_reported(child: subprocess.Popen) -> None:
     assert child.poll() is None  # untouched
 
 
-class OneProcessSource:
+class OneProcessSource(ScriptedSource):
     """A GPU source listing one real child as holding memory while it is alive (as the driver does)."""
-
-    simulated = False
-    host = None
-
-    def device_info(self) -> list:
-        return []
-
-    def past_samples(self, seconds: float, step: float) -> tuple:
-        return ()
 
     def __init__(self, process: subprocess.Popen, mib: float, sticky: bool = False) -> None:
         self.process, self.mib, self.sticky = process, mib, sticky
@@ -196,9 +188,6 @@ class OneProcessSource:
         alive = self.sticky or self.process.poll() is None
         processes = [GpuProcess(self.process.pid, 0, self.mib, 0.0)] if alive else []
         return GpuReading(None, None, [], processes)
-
-    def close(self) -> None:
-        pass
 
 
 def sampler_for(process: subprocess.Popen, sticky: bool = False, **settings: object) -> Sampler:

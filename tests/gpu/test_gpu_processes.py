@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.gpu_sources import ScriptedSource
 from tfgpu_tui.gpu import processes
 from tfgpu_tui.gpu.jupyter import (
     NO_SERVER,
@@ -246,29 +247,10 @@ def test_zombie_and_vanished_processes_keep_their_rows(
     from tfgpu_tui.gpu.sampler import Sampler
     from tfgpu_tui.settings import Settings
 
-    refusal = Sampler(Settings(), host=inspector, source=_NoGpu()).kill_refusal(row) or ""
+    refusal = Sampler(Settings(), host=inspector, source=ScriptedSource()).kill_refusal(row) or ""
     assert "zombie" in refusal and f"its parent, PID {os.getpid()}" in refusal
     child.wait()
     assert inspector.describe([GpuProcess(child.pid, 0, 1.0, 0.0)])[0].host_state is HostState.NO_SUCH_PROCESS
-
-
-class _NoGpu:
-    simulated = False
-    host = None
-
-    def device_info(self) -> list:
-        return []
-
-    def past_samples(self, seconds: float, step: float) -> tuple:
-        return ()
-
-    def read(self):
-        from tfgpu_tui.gpu.source import GpuReading
-
-        return GpuReading(None, None)
-
-    def close(self) -> None:
-        pass
 
 
 def test_unreadable_process_is_marked_no_permission() -> None:

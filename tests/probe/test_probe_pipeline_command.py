@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pipeline_report import HEALTHY_REPORT
 from tfgpu_tui.cli import main
 from tfgpu_tui.commands import probe as probe_command
 from tfgpu_tui.commands import probe_pipeline
@@ -21,16 +22,6 @@ from tfgpu_tui.probe.pipeline_runner import PipelineRunner
 from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER
 from tfgpu_tui.probe.worker import RESULT_MARKER
 from tfgpu_tui.proc.marks import CHILD_ENV_VAR, argv_is_child
-
-REPORT = {
-    "status": "ok",
-    "batch_size": 8,
-    "pipeline": {"samples": 200, "seconds": 2.0},
-    "prefetch": {"samples": 200, "seconds": 2.0},
-    "model": {"samples": 8, "seconds": 0.008},
-    "ends_with_prefetch": False,
-    "cpu_count": 2,
-}
 
 
 def stand_in(tmp_path: Path, body: str) -> Path:
@@ -73,7 +64,8 @@ def test_pipeline_and_compare_precision_do_not_combine(capsys: pytest.CaptureFix
 def test_the_childs_report_becomes_the_json_pipeline_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    script = stand_in(tmp_path, f"phase('train')\nprint({RESULT_MARKER!r} + json.dumps({REPORT!r}))\n")
+    report = f"print({RESULT_MARKER!r} + json.dumps({HEALTHY_REPORT!r}))\n"
+    script = stand_in(tmp_path, "phase('train')\n" + report)
     monkeypatch.setattr(pipeline_runner, "PIPELINE_SCRIPT", script)
     monkeypatch.setattr(probe_pipeline, "interpreter_problem", lambda python, why: None)  # TF not needed
     code = main(["probe", "--device", "CPU", "--python", sys.executable, "--pipeline", "data:make", "--json"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input, Static
 
+from tests.helpers.pipeline_report import HEALTHY_REPORT
 from tests.helpers.waiting import wait_until
 from tfgpu_tui.probe import pipeline_runner
 from tfgpu_tui.probe.pipeline_worker import PHASE_MARKER
@@ -16,16 +17,6 @@ from tfgpu_tui.probe.worker import RESULT_MARKER
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
-
-REPORT = {
-    "status": "ok",
-    "batch_size": 8,
-    "pipeline": {"samples": 200, "seconds": 2.0},
-    "prefetch": {"samples": 200, "seconds": 2.0},
-    "model": {"samples": 8, "seconds": 0.008},
-    "ends_with_prefetch": False,
-    "cpu_count": 2,
-}
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +51,7 @@ async def start_pipeline(app: TfgpuApp, pilot, spec: str) -> BatchProbeTab:
 async def test_start_times_the_pipeline_and_shows_the_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stand_in(tmp_path, monkeypatch, f"print({RESULT_MARKER!r} + json.dumps({REPORT!r}))\n")
+    stand_in(tmp_path, monkeypatch, f"print({RESULT_MARKER!r} + json.dumps({HEALTHY_REPORT!r}))\n")
     app = TfgpuApp(Settings(), initial_tab="probe")
     async with app.run_test(size=(160, 45)) as pilot:
         tab = await start_pipeline(app, pilot, "mypipe.data:make")

@@ -7,6 +7,7 @@ import itertools
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
+from tests.helpers.gpu_sources import ScriptedSource
 from tests.helpers.monitor_helpers import (
     CPU_JOB,
     FAST,
@@ -232,17 +233,8 @@ async def test_readonly_refuses_with_a_message_and_no_dialog() -> None:
         assert TRAINING in shown_pids(app)
 
 
-class NoDriverSource:
+class NoDriverSource(ScriptedSource):
     """A GPU source that finds no NVIDIA driver, as on a machine without one."""
-
-    simulated = False
-    host = None
-
-    def device_info(self) -> list:
-        return []
-
-    def past_samples(self, seconds: float, step: float) -> tuple:
-        return ()
 
     def read(self) -> GpuReading:
         return GpuReading(
@@ -251,9 +243,6 @@ class NoDriverSource:
             ),
             None,
         )
-
-    def close(self) -> None:
-        pass
 
 
 async def test_no_driver_says_why_and_still_shows_the_host() -> None:
