@@ -11,9 +11,9 @@ from rich.console import Console
 from textual.widgets import Input, Static
 
 from tests.helpers.monitor_helpers import CPU_JOB, KERNEL, record_notifications, select_pid, wait_for_table
-from tests.helpers.paths import FIXTURES, ROOT
+from tests.helpers.paths import ROOT
 from tests.helpers.waiting import wait_until
-from tfgpu_tui.probe import trial_runner as runner
+from tfgpu_tui.probe import simulated
 from tfgpu_tui.settings import Settings
 from tfgpu_tui.ui.app import TAB_CLASSES, TfgpuApp
 from tfgpu_tui.ui.batch_probe import BatchProbeTab
@@ -22,9 +22,6 @@ from tfgpu_tui.ui.help_screen import HelpScreen, binding_rows, described_binding
 from tfgpu_tui.ui.monitor import MonitorTab
 from tfgpu_tui.ui.training import TrainingTab
 from tfgpu_tui.ui.widgets.confirm_kill import ConfirmKill
-
-FAKE_WORKER = FIXTURES / "probe" / "fake_worker.py"
-
 
 README = ROOT / "README.md"
 README_WHERE = {"everywhere": "Everywhere"}  # the Keys table's "where" column -> the help's section title
@@ -180,8 +177,7 @@ async def test_training_keys(tmp_path: Path) -> None:
 
 
 async def test_probe_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "WORKER_SCRIPT", FAKE_WORKER)
-    monkeypatch.setenv("FAKE_PROBE_MODE", "linear")
+    monkeypatch.setattr(simulated, "TRIAL_SECONDS", 0.0)  # the demo's trials: at once, then (below) endless
     app = TfgpuApp(Settings(demo=True), initial_tab="probe")
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.query_one(BatchProbeTab)
@@ -192,7 +188,7 @@ async def test_probe_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         shown = record_notifications(app)
         await pilot.press("c")
         assert any("batch_size =" in message for _, message in shown)
-        monkeypatch.setenv("FAKE_PROBE_MODE", "hang")
+        monkeypatch.setattr(simulated, "TRIAL_SECONDS", 3600.0)
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: tab.runner is not None)
         await pilot.press("escape")
