@@ -3,8 +3,8 @@
 The demo is made repeatable here: the simulated GPUs run on a fixed clock, the host line's CPU/memory and
 the refresh cost are fixed, the user, home and host names are fixed, the Training tab follows a copy of a
 fixed log (by a relative path), and the Batch probe sees the simulated GPUs only. Update with
-``pytest tests/test_snapshots.py --snapshot-update`` after a deliberate change, and look at the SVGs in
-``tests/__snapshots__/`` before committing them.
+``pytest tests/ui/test_snapshots.py --snapshot-update`` after a deliberate change, and look at the SVGs in
+``tests/ui/__snapshots__/`` before committing them.
 """
 
 from __future__ import annotations
