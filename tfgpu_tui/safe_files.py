@@ -56,13 +56,19 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
 
 def read_json_object(path: Path, max_bytes: int) -> dict:
     """The JSON object that the regular file `path` holds, refused over `max_bytes`. Raises OSError (no such
-    file, unreadable, not a regular file, too large) or ValueError (not JSON, or not an object)."""
+    file, unreadable, not a regular file, too large) or ValueError (not JSON, or not an object). One open
+    (non-blocking, so a FIFO put there cannot hang it), checked and read through the same descriptor."""
     refusal = special_file_refusal(path)
     if refusal:
         raise OSError(errno.EINVAL, refusal)
-    if path.stat().st_size > max_bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
         raise OSError(errno.EFBIG, f"{path} is larger than {max_bytes} bytes")
-    document = json.loads(path.read_text(encoding="utf-8"))
+    document = json.loads(data.decode("utf-8"))
     if not isinstance(document, dict):
         raise ValueError(f"{path} does not hold a JSON object")
     return document

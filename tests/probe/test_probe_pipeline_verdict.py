@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.pipeline_report import HEALTHY_REPORT
 from tfgpu_tui.probe.pipeline_outcome import (
     error_from_exit,
     error_from_report,
@@ -125,14 +126,11 @@ def test_result_json_has_the_five_keys() -> None:
 
 
 def test_measurement_from_a_report() -> None:
-    report = {
-        "status": "ok",
-        "batch_size": 8,
-        "pipeline": {"samples": 200, "seconds": 2.0},
+    report = {  # prefetch doubles the pipeline's rate; the model's steps are twice as fast as the healthy's
+        **HEALTHY_REPORT,
         "prefetch": {"samples": 400, "seconds": 2.0},
         "model": {"samples": 8, "seconds": 0.004},
         "ends_with_prefetch": True,
-        "cpu_count": 2,
     }
     found = measurement_from_report(report)
     assert found.rates == Rates(100.0, 200.0, 2000.0, 8) and found.ends_with_prefetch and found.cpu_count == 2

@@ -14,7 +14,6 @@ from tests.helpers.training_children import SLEEPER, started_children
 from tfgpu_tui.proc.log_writers import (
     OutputKind,
     StdioWalk,
-    find_log_writer,
     process_output,
     refresh_writer,
 )
@@ -89,13 +88,13 @@ def test_writer_found_and_followed_to_its_exit(tmp_path: Path, children) -> None
     log = tmp_path / "train.log"
     with log.open("w") as handle:
         children.append(subprocess.Popen(SLEEPER, stdout=handle, stderr=subprocess.STDOUT))
-    writer = find_log_writer(log)
+    writer = StdioWalk().writer_of(log)
     assert writer is not None and writer.pid == children[0].pid and writer.alive
     assert "time.sleep" in writer.command
     children[0].kill()
     children[0].wait()
     assert not refresh_writer(writer).alive
-    assert find_log_writer(tmp_path / "other.log") is None
+    assert StdioWalk().writer_of(tmp_path / "other.log") is None
 
 
 def test_logs_that_search_in_one_round_share_one_walk(

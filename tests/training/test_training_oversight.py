@@ -15,7 +15,7 @@ from tests.helpers.training_children import SLEEPER, started_children
 from tests.helpers.waiting import wait_for
 from tfgpu_tui.proc.log_writers import (
     LogWriter,
-    find_log_writer,
+    StdioWalk,
     refresh_writer,
     tensorflow_logs,
 )
@@ -56,7 +56,7 @@ def test_exit_status_of_our_child_is_read_without_reaping_it(tmp_path: Path) -> 
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=handle, stderr=handle
         )
     wait_for(lambda: log.stat().st_size > 0)
-    writer = find_log_writer(log)
+    writer = StdioWalk().writer_of(log)
     assert writer is not None and writer.alive and writer.cwd == Path.cwd()
     assert child.stdin is not None
     child.stdin.close()

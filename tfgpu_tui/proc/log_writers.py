@@ -140,12 +140,6 @@ class LogWriter:
         }
 
 
-def find_log_writer(log_path: Path) -> LogWriter | None:
-    """The process whose stdout or stderr is `log_path` (the same file, by device and inode); when several
-    share it (``bash run.sh > train.log`` and the Python it starts), the most recently started one."""
-    return StdioWalk().writer_of(log_path)
-
-
 class StdioWalk:
     """Which processes write to which files, from one walk of /proc, taken when first asked: the logs that
     look for their writers in the same round share it."""
@@ -154,7 +148,9 @@ class StdioWalk:
         self._writers: dict[tuple[int, int], list[psutil.Process]] | None = None
 
     def writer_of(self, log_path: Path) -> LogWriter | None:
-        """As `find_log_writer`, from this walk."""
+        """The process whose stdout or stderr is `log_path` (the same file, by device and inode); when
+        several share it (``bash run.sh > train.log`` and the Python it starts), the most recently started
+        one."""
         try:
             wanted = log_path.stat()
         except OSError:

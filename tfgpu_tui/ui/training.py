@@ -315,13 +315,12 @@ class TrainingTab(DashboardTab):
     def _draw_plots(self, run: TrainingSnapshot, force: bool = False) -> None:
         """Redraw the two plots when their data changed, at most every PLOT_REDRAW_SECONDS (plotext redraws
         are the tab's main cost); `force` redraws now (the tab was just shown)."""
-        epochs = run.latest_fit_epochs()
         key = plots_key(run)
         now = time.monotonic()
         if key == self._plots_key or (not force and now - self._plots_drawn_at < PLOT_REDRAW_SECONDS):
             return
         self._plots_key, self._plots_drawn_at = key, now
-        self.query_one(EpochLossPlot).show(epochs)
+        self.query_one(EpochLossPlot).show(run.latest_fit_epochs())
         self.query_one(StepLossPlot).show(run.curve, run.current.epoch)
 
     @property
